@@ -1,0 +1,48 @@
+"""Execution backends: ``cpu`` (CUDA on the CPU runtime), ``cuda`` (real GPU), ``auto``."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+
+from cudaperf_env.backends.base import Backend, Build
+from cudaperf_env.errors import BackendUnavailableError
+
+BACKENDS = ("cpu", "cuda", "auto")
+_log = logging.getLogger("cudaperf_env")
+
+__all__ = ["BACKENDS", "Backend", "Build", "gpu_available", "make_backend"]
+
+
+def gpu_available() -> bool:
+    """Whether an NVIDIA driver is visible (``nvidia-smi`` on PATH answers)."""
+    return shutil.which("nvidia-smi") is not None and _nvidia_smi_ok()
+
+
+def make_backend(name: str = "auto", **options: object) -> Backend:
+    """The backend called ``name`` with ``options`` (e.g. ``timeout_s=5``).
+
+    ``auto`` picks ``cuda`` where a usable GPU backend exists, else ``cpu`` with a
+    one-line notice.
+    """
+    from cudaperf_env.backends.cpu.backend import CpuBackend
+
+    if name not in BACKENDS:
+        raise ValueError(f"unknown backend {name!r}; expected one of: {', '.join(BACKENDS)}")
+    if name == "cuda":
+        raise BackendUnavailableError(
+            "the cuda backend is not part of this version yet; use backend='cpu' (correctness "
+            "only) or backend='auto'"
+        )
+    if name == "auto":
+        _log.warning("cudaperf: using the cpu backend (correctness only, no timing)")
+    return CpuBackend(**options)  # type: ignore[arg-type]
+
+
+def _nvidia_smi_ok() -> bool:
+    import subprocess
+
+    try:
+        return subprocess.run(["nvidia-smi", "-L"], capture_output=True, timeout=10, check=False).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False

@@ -1,0 +1,63 @@
+"""What every execution backend provides: build a submission, run it on jobs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from cudaperf_env.backends.execute import CallResult, Job
+from cudaperf_env.backends.sandbox import WorkerProcess
+from cudaperf_env.tasks.schema import Task
+
+
+@dataclass(frozen=True)
+class Unsupported:
+    """A construct the backend cannot run, at a source line, with what to use instead."""
+
+    line: int
+    construct: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Build:
+    """A submission built for a backend, or why not.
+
+    Attributes:
+        ok: Built; ``library`` is set.
+        library: The shared library to load in a worker.
+        log: Build diagnostics.
+        unsupported: Constructs this backend rejects (then ``ok`` is False).
+        seconds: Build wall time (0 if cached).
+        cached: Served from the build cache.
+    """
+
+    ok: bool
+    library: Path | None = None
+    log: str = ""
+    unsupported: tuple[Unsupported, ...] = ()
+    seconds: float = 0.0
+    cached: bool = False
+
+
+class Backend(Protocol):
+    """An execution backend (``cpu`` or ``cuda``); the environment never knows which."""
+
+    name: str
+    measures_time: bool
+
+    def build(self, task: Task, code: str) -> Build:
+        """Turn submission source into something :meth:`run` can execute."""
+        ...
+
+    def start_worker(self, workdir: Path) -> WorkerProcess:
+        """Start (pre-warm) the worker that :meth:`run` will use."""
+        ...
+
+    def run(
+        self, build: Build, task: Task, jobs: Sequence[Job], workdir: Path, worker: WorkerProcess | None = None
+    ) -> list[CallResult]:
+        """Run the build on each job in one worker; stop at the first failure."""
+        ...

@@ -1,0 +1,55 @@
+"""The ``cpu`` backend: real CUDA C++ on the CPU through the project's runtime. No timing."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from cudaperf_env.backends.base import Build, Unsupported
+from cudaperf_env.backends.cpu.compiler import build_cpu
+from cudaperf_env.backends.cpu.prepass import prepass
+from cudaperf_env.backends.execute import CallResult, Job, run_jobs
+from cudaperf_env.backends.harness import wrap
+from cudaperf_env.backends.sandbox import WorkerProcess
+from cudaperf_env.tasks.schema import Task
+
+
+@dataclass(frozen=True)
+class CpuBackend:
+    """Runs submissions with the CUDA-on-CPU runtime.
+
+    Attributes:
+        threads: Worker OS threads sharing the blocks (0: one per core).
+        deterministic: One thread, blocks in order (reproducible float atomics).
+        timeout_s: Wall-clock limit per configuration.
+        build_timeout_s: Wall-clock limit for g++.
+    """
+
+    threads: int = 0
+    deterministic: bool = False
+    timeout_s: float = 10.0
+    build_timeout_s: float = 60.0
+    name: str = "cpu"
+    measures_time: bool = False
+
+    def build(self, task: Task, code: str) -> Build:
+        passed = prepass(code)
+        if passed.rejections:
+            unsupported = tuple(Unsupported(r.line, r.construct, r.message) for r in passed.rejections)
+            return Build(False, unsupported=unsupported)
+        result = build_cpu(wrap(task, passed.source, "cuda"), self.build_timeout_s)
+        return Build(result.ok, result.library, result.log, (), result.seconds, result.cached)
+
+    def start_worker(self, workdir: Path) -> WorkerProcess:
+        return WorkerProcess(workdir)
+
+    def run(
+        self, build: Build, task: Task, jobs: Sequence[Job], workdir: Path, worker: WorkerProcess | None = None
+    ) -> list[CallResult]:
+        assert build.library is not None, "run() needs a successful build"
+        threads = self.threads or min(os.cpu_count() or 1, 8)
+        return run_jobs(
+            build.library, task, jobs, workdir, self.timeout_s, threads, self.deterministic, worker=worker
+        )

@@ -1,0 +1,108 @@
+// Standard headers, CUDA version macros and CUDA qualifier keywords for the CUDA-on-CPU runtime.
+#pragma once
+
+// Every standard header is parsed before any of our macros exists: libstdc++ spells
+// __attribute__((__noinline__)) (<memory>), glibc declares printf and __assert_fail, and
+// several headers test __CUDACC__. A later user #include of these is a no-op (include guards).
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cassert>
+#include <cfloat>
+#include <chrono>
+#include <climits>
+#include <cmath>
+#include <condition_variable>
+#include <cstdarg>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <numeric>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <assert.h>
+#include <fenv.h>
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#if !defined(__x86_64__) || defined(CUDAPERF_FIBER_UCONTEXT)
+#include <ucontext.h>
+#endif
+
+// The CUDA toolkit this runtime imitates (the nvcc used for the compile check is 13.0).
+#define CUDART_VERSION 13000
+#define CUDA_VERSION 13000
+#define __CUDART_API_VERSION 13000
+#define __CUDACC_VER_MAJOR__ 13
+#define __CUDACC_VER_MINOR__ 0
+#define __CUDACC_VER_BUILD__ 88
+// Include guards of the real headers, for code that tests them.
+#define __CUDA_RUNTIME_H__
+#define __CUDA_RUNTIME_API_H__
+#define __DRIVER_TYPES_H__
+#define __VECTOR_TYPES_H__
+#define __CUDA_FP16_H__
+#define __CUDA_BF16_H__
+
+// Qualifiers. __CUDA_ARCH__ stays undefined: host paths of __host__ __device__ code are the
+// ones that run here.
+#define __global__
+#define __device__
+#define __host__
+#define __constant__
+#define __managed__
+#define __grid_constant__
+#define __device_builtin__
+#define __cudart_builtin__
+#define __forceinline__ inline
+#define __inline_hint__
+#define __noinline__ __attribute__((noinline))
+#define __no_return__ __attribute__((noreturn))
+#define __launch_bounds__(...)
+#define __maxnreg__(n)
+#define __cluster_dims__(...)
+#define __align__(n) __attribute__((aligned(n)))
+#define __builtin_align__(n) __attribute__((aligned(n)))
+#define __CUDA_ALIGN__(n) __attribute__((aligned(n)))
+#define CUDARTAPI
+#define CUDART_CB
+// Blocks run one at a time on an OS thread and all fibers of a block share that thread, so a
+// thread_local is exactly one copy per running block. thread_local (not "static thread_local")
+// keeps `static __shared__` legal: at block scope thread_local already implies static.
+#define __shared__ thread_local
+
+namespace cudaperf {
+namespace detail {
+
+// Launch limits of a Hopper-class device.
+constexpr unsigned kMaxThreadsPerBlock = 1024;
+constexpr unsigned kMaxBlockDimXY = 1024;
+constexpr unsigned kMaxBlockDimZ = 64;
+constexpr unsigned long long kMaxGridDimX = 2147483647ULL;
+constexpr unsigned kMaxGridDimYZ = 65535;
+constexpr size_t kMaxDynamicShared = 227 * 1024;
+constexpr size_t kSharedPerBlock = 48 * 1024;
+constexpr int kWarpSize = 32;
+
+}  // namespace detail
+}  // namespace cudaperf

@@ -1,0 +1,232 @@
+// Launching a grid: configuration checks, the pool of worker threads, cudaperf::launch and dynamic_shared().
+#pragma once
+
+namespace cudaperf {
+namespace detail {
+
+struct RuntimeConfig {
+  int num_threads = 0;  // <= 0: one per hardware thread
+  bool deterministic = false;
+  size_t stack_size = 64 * 1024;  // per CUDA thread in fiber mode
+};
+inline RuntimeConfig g_config;
+inline std::atomic<unsigned long long> g_launch_count{0};
+inline thread_local char* tls_dynamic_shared = nullptr;
+
+inline unsigned hardware_threads() {
+  cpu_set_t set;
+  if (::sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) {
+    return static_cast<unsigned>(CPU_COUNT(&set));
+  }
+  unsigned n = std::thread::hardware_concurrency();
+  return n != 0 ? n : 1;
+}
+
+inline unsigned configured_workers() {
+  if (g_config.deterministic) return 1;
+  return g_config.num_threads > 0 ? static_cast<unsigned>(g_config.num_threads)
+                                  : hardware_threads();
+}
+
+struct Job {
+  const char* kernel;
+  int line;
+  dim3 grid;
+  dim3 block;
+  size_t smem;
+  bool fibers;
+  void (*body)(void*);
+  void* ctx;
+  unsigned nthreads;
+  unsigned long long nblocks;
+  std::atomic<unsigned long long> next{0};
+};
+
+[[noreturn]] inline void out_of_memory(const char* what) {
+  Line m;
+  m.str("cannot allocate ").str(what).str(" for the launch");
+  fatal_exit_flush("abort", kExitAbort, m);
+}
+
+inline void prepare_worker(Worker& w, const Job& j) {
+  if (j.fibers && !w.stacks.ensure(j.nthreads, g_config.stack_size)) out_of_memory("fiber stacks");
+  char* shared = w.dynamic_shared.base_for(j.smem);
+  if (shared == nullptr) out_of_memory("dynamic shared memory");
+  tls_dynamic_shared = shared;
+  ::gridDim = j.grid;
+  ::blockDim = j.block;
+  w.body = j.body;
+  w.body_ctx = j.ctx;
+  w.bdim = j.block;
+  w.nthreads = j.nthreads;
+  w.fiber_mode = j.fibers;
+  w.launch_line = j.line;
+  if (j.fibers) {
+    unsigned i = 0;
+    for (unsigned z = 0; z < j.block.z; ++z) {
+      for (unsigned y = 0; y < j.block.y; ++y) {
+        for (unsigned x = 0; x < j.block.x; ++x) w.fibers[i++].tid = uint3{x, y, z};
+      }
+    }
+    for (unsigned k = 0; k * 32 < j.nthreads; ++k) w.warps[k].existing = existing_lanes(j.nthreads, k);
+  }
+  w.kernel = j.kernel;  // last: signal handlers trust the fields above once this is set
+}
+
+inline void run_blocks(Worker& w, Job& j) {
+  prepare_worker(w, j);
+  const unsigned long long gx = j.grid.x, gxy = gx * j.grid.y;
+  for (;;) {
+    unsigned long long b = j.next.fetch_add(1, std::memory_order_relaxed);
+    if (b >= j.nblocks) break;
+    uint3 idx{static_cast<unsigned>(b % gx), static_cast<unsigned>(b / gx % j.grid.y),
+              static_cast<unsigned>(b / gxy)};
+    ::blockIdx = idx;
+    w.block_idx = idx;
+    if (j.fibers) {
+      run_block_fibers(w);
+    } else {
+      run_block_plain(w);
+    }
+  }
+  w.kernel = nullptr;
+}
+
+// Worker threads beyond the launching thread, created lazily and reused by every launch.
+class Pool {
+ public:
+  void run_helpers(Job* job, unsigned helpers) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      while (threads_.size() < helpers) {
+        unsigned index = static_cast<unsigned>(threads_.size());
+        threads_.emplace_back([this, index] { loop(index); });
+        threads_.back().detach();  // idle at exit; never joined
+      }
+      job_ = job;
+      helpers_ = helpers;
+      pending_ = helpers;
+      ++generation_;
+    }
+    start_.notify_all();
+  }
+
+  void wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    done_.wait(lock, [this] { return pending_ == 0; });
+  }
+
+ private:
+  void loop(unsigned index) {
+    Worker& w = this_worker();
+    unsigned long long seen = 0;
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      start_.wait(lock, [&] { return generation_ != seen; });
+      seen = generation_;
+      if (index >= helpers_) continue;
+      Job* job = job_;
+      lock.unlock();
+      run_blocks(w, *job);
+      lock.lock();
+      if (--pending_ == 0) done_.notify_one();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable start_, done_;
+  std::vector<std::thread> threads_;
+  Job* job_ = nullptr;
+  unsigned helpers_ = 0;
+  unsigned pending_ = 0;
+  unsigned long long generation_ = 0;
+};
+
+inline Pool& pool() {
+  static Pool* p = new Pool();  // leaked on purpose: its threads outlive static destructors
+  return *p;
+}
+
+inline std::mutex& launch_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+inline bool valid_launch(dim3 grid, dim3 block, size_t smem) {
+  if (block.x == 0 || block.y == 0 || block.z == 0) return false;
+  if (grid.x == 0 || grid.y == 0 || grid.z == 0) return false;
+  if (block.x > kMaxBlockDimXY || block.y > kMaxBlockDimXY || block.z > kMaxBlockDimZ) return false;
+  if (static_cast<unsigned long long>(block.x) * block.y * block.z > kMaxThreadsPerBlock) return false;
+  if (grid.x > kMaxGridDimX || grid.y > kMaxGridDimYZ || grid.z > kMaxGridDimYZ) return false;
+  return smem <= kMaxDynamicShared;
+}
+
+inline void launch_erased(const char* kernel, int line, dim3 grid, dim3 block, size_t smem,
+                          bool fibers, void (*body)(void*), void* ctx) {
+  if (!valid_launch(grid, block, smem)) {
+    record_error(cudaErrorInvalidConfiguration);
+    return;
+  }
+  Worker& w = this_worker();
+  if (w.kernel != nullptr) {
+    Line m;
+    m.str("kernel ").str(kernel).str(" launched (line ").num(line).str(") from inside kernel ");
+    m.str(w.kernel).str(": dynamic parallelism is not supported");
+    fatal_exit_flush("abort", kExitAbort, m);
+  }
+  std::lock_guard<std::mutex> lock(launch_mutex());
+  std::fflush(stdout);  // host output first, then the kernel's printf output
+  Job job;
+  job.kernel = kernel;
+  job.line = line;
+  job.grid = grid;
+  job.block = block;
+  job.smem = smem;
+  job.fibers = fibers;
+  job.body = body;
+  job.ctx = ctx;
+  job.nthreads = block.x * block.y * block.z;
+  job.nblocks = static_cast<unsigned long long>(grid.x) * grid.y * grid.z;
+  unsigned long long workers = std::min<unsigned long long>(configured_workers(), job.nblocks);
+  if (workers > 1) pool().run_helpers(&job, static_cast<unsigned>(workers - 1));
+  run_blocks(w, job);
+  if (workers > 1) pool().wait();
+  g_launch_count.fetch_add(1, std::memory_order_relaxed);
+}
+
+template <class F>
+void invoke_body(void* f) {
+  (*static_cast<F*>(f))();
+}
+
+}  // namespace detail
+
+// What the pre-pass turns `K<<<grid, block, smem, stream>>>(args...)` into. Runs the whole grid
+// before returning (launches are synchronous). Each CUDA thread calls body(args...) with its
+// own copies of the arguments. Fibers: whether the kernel may use barriers or warp collectives.
+template <bool Fibers, class Body, class... Args>
+inline void launch(const char* kernel, int line, dim3 grid, dim3 block, size_t dynamic_smem,
+                   cudaStream_t stream, Body body, Args... args) {
+  (void)stream;
+  auto run_thread = [&body, &args...]() { body(args...); };
+  detail::launch_erased(kernel, line, grid, block, dynamic_smem, Fibers,
+                        &detail::invoke_body<decltype(run_thread)>, &run_thread);
+}
+
+// The running block's dynamic shared memory (`extern __shared__` arrays point here).
+inline void* dynamic_shared() { return detail::tls_dynamic_shared; }
+
+}  // namespace cudaperf
+
+// Called by the harness before the entry function (docs/cpu-backend.md, section 2).
+extern "C" __attribute__((used, visibility("default"))) inline void cudaperf_runtime_configure(
+    int num_threads, int deterministic) {
+  cudaperf::detail::g_config.num_threads = num_threads;
+  cudaperf::detail::g_config.deterministic = deterministic != 0;
+}
+
+// Number of kernel launches that ran so far (lets a harness check that kernels ran at all).
+extern "C" __attribute__((used, visibility("default"))) inline unsigned long long
+cudaperf_launch_count() {
+  return cudaperf::detail::g_launch_count.load();
+}

@@ -1,0 +1,3 @@
+// Stand-in for CUDA's <driver_types.h>: the CPU runtime provides everything.
+#pragma once
+#include <cudaperf/cuda_cpu.h>

@@ -1,0 +1,104 @@
+"""Run a built library on a task's configurations in one untrusted worker process."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from cudaperf_env.backends.buffers import BufferFile
+from cudaperf_env.backends.sandbox import FATAL_KINDS, Crash, WorkerProcess
+from cudaperf_env.tasks.schema import Config, Task
+
+
+@dataclass(frozen=True)
+class CallResult:
+    """One configuration's run.
+
+    Attributes:
+        status: ``ok``, ``runtime_error`` or ``timeout``.
+        message: Why it failed ("" when ok).
+        crash_kind: For crashes, the runtime's fatal kind (``deadlock``, ...) or ``signal``.
+        buffers: Every buffer's contents after the call, by argument name.
+        overruns: Buffers whose bytes past the end were written.
+        seconds: Wall time of the call inside the worker.
+        stdout: What the code printed.
+    """
+
+    status: str
+    message: str = ""
+    crash_kind: str = ""
+    buffers: Mapping[str, np.ndarray] = field(default_factory=dict)
+    overruns: tuple[str, ...] = ()
+    seconds: float = 0.0
+    stdout: str = ""
+
+
+@dataclass(frozen=True)
+class Job:
+    """One configuration to run and the input values to run it on."""
+
+    config: Config
+    inputs: Mapping[str, np.ndarray]
+
+
+def run_jobs(
+    library: Path,
+    task: Task,
+    jobs: Sequence[Job],
+    workdir: Path,
+    timeout_s: float,
+    threads: int = 0,
+    deterministic: bool = False,
+    memory_bytes: int = 8 << 30,
+    worker: WorkerProcess | None = None,
+) -> list[CallResult]:
+    """Load ``library`` in a worker and call the entry once per job; stop at the first failure.
+
+    Args:
+        worker: An already started worker to use (pre-warmed while compiling); a fresh
+            one otherwise. It is killed at the end either way.
+    """
+    results: list[CallResult] = []
+    with worker or WorkerProcess(workdir) as proc:
+        load = {"op": "load", "lib": str(library), "threads": threads,
+                "deterministic": deterministic, "memory_bytes": memory_bytes}  # fmt: skip
+        reply = proc.request(load, timeout_s)
+        if isinstance(reply, Crash) or not reply.get("ok"):
+            return [_failure(reply, proc)]
+        for index, job in enumerate(jobs):
+            buffers = BufferFile(workdir / f"buffers-{index}.bin", task, job.config, job.inputs)
+            try:
+                call = {"op": "call", "file": str(buffers.path), "size": buffers.size,
+                        "guards": list(buffers.guards), "args": buffers.request_args(task, job.config)}  # fmt: skip
+                reply = proc.request(call, timeout_s)
+                if isinstance(reply, Crash) or not reply.get("ok"):
+                    results.append(_failure(reply, proc))
+                    break
+                result = CallResult(
+                    status="ok" if reply["code"] == 0 else "runtime_error",
+                    message="" if reply["code"] == 0 else f"CUDA error {reply['error']}",
+                    buffers=buffers.snapshot(),
+                    overruns=tuple(buffers.overruns()),
+                    seconds=float(reply["seconds"]),
+                    stdout=proc.stdout_text(),
+                )
+                results.append(result)
+                if result.status != "ok":
+                    break
+            finally:
+                buffers.close()
+    return results
+
+
+def _failure(reply: dict | Crash, proc: WorkerProcess) -> CallResult:
+    stdout = proc.stdout_text()
+    if isinstance(reply, Crash):
+        status = "timeout" if reply.kind == "timeout" else "runtime_error"
+        message = reply.message
+        if reply.kind in FATAL_KINDS.values():
+            message = f"{reply.kind.replace('_', ' ')}: {message}"
+        return CallResult(status, message, reply.kind, stdout=stdout)
+    return CallResult("runtime_error", str(reply.get("error", "unknown worker error")), "load", stdout=stdout)

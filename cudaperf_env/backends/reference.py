@@ -1,0 +1,66 @@
+"""Expected outputs from a task's C reference, computed in a trusted process and cached."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from cudaperf_env.backends.execute import Job, run_jobs
+from cudaperf_env.backends.harness import wrap
+from cudaperf_env.backends.native import build_c_reference
+from cudaperf_env.errors import CudaPerfError
+from cudaperf_env.tasks.schema import Task
+
+
+class ReferenceError(CudaPerfError):
+    """The task's reference failed to build or run: a bug in the task, not the submission."""
+
+
+class ReferenceOutputs:
+    """Computes and caches expected outputs (bounded by bytes, least recently used out).
+
+    Args:
+        max_bytes: Cache capacity.
+        timeout_s: Time limit per configuration for the reference.
+    """
+
+    def __init__(self, max_bytes: int = 512 << 20, timeout_s: float = 60.0) -> None:
+        self.max_bytes = max_bytes
+        self.timeout_s = timeout_s
+        self._cache: OrderedDict[tuple, dict[str, np.ndarray]] = OrderedDict()
+        self._bytes = 0
+
+    def expected(self, task: Task, jobs: Sequence[Job], seed: int, workdir: Path) -> list[dict[str, np.ndarray]]:
+        """Every buffer's expected contents after the entry runs, per job."""
+        keys = [(task.id, task.reference_source, tuple(sorted(j.config.items())), seed) for j in jobs]
+        missing = [i for i, k in enumerate(keys) if k not in self._cache]
+        if missing:
+            for i, outputs in zip(missing, self._compute(task, [jobs[i] for i in missing], workdir), strict=True):
+                self._store(keys[i], outputs)
+        for key in keys:
+            self._cache.move_to_end(key)
+        return [self._cache[k] for k in keys]
+
+    def _compute(self, task: Task, jobs: Sequence[Job], workdir: Path) -> list[dict[str, np.ndarray]]:
+        if task.reference_language != "c":
+            raise ReferenceError(f"{task.id}: reference language {task.reference_language!r} is not supported yet")
+        build = build_c_reference(wrap(task, task.reference_source, "c", "reference.c"))
+        if not build.ok or build.library is None:
+            raise ReferenceError(f"{task.id}: the C reference does not compile:\n{build.log}")
+        results = run_jobs(build.library, task, jobs, workdir, self.timeout_s, deterministic=True)
+        bad = [r for r in results if r.status != "ok" or r.overruns]
+        if bad or len(results) != len(jobs):
+            why = bad[0].message if bad else "stopped early"
+            raise ReferenceError(f"{task.id}: the C reference failed: {why} {bad[0].overruns if bad else ''}")
+        return [dict(r.buffers) for r in results]
+
+    def _store(self, key: tuple, outputs: Mapping[str, np.ndarray]) -> None:
+        size = sum(a.nbytes for a in outputs.values())
+        self._cache[key] = dict(outputs)
+        self._bytes += size
+        while self._bytes > self.max_bytes and len(self._cache) > 1:
+            _, old = self._cache.popitem(last=False)
+            self._bytes -= sum(a.nbytes for a in old.values())

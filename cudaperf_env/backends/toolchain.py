@@ -1,0 +1,129 @@
+"""Locate the compilers and run them with time, memory and output limits."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from cudaperf_env.errors import ToolchainError
+from cudaperf_env.text import sanitize, truncate
+
+COMPILER_ENV = {"LC_ALL": "C", "LANG": "C"}  # ASCII diagnostics, no curly quotes
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What a compiler run produced.
+
+    Attributes:
+        returncode: Exit status (negative for a signal; -9 after a time-out kill).
+        output: stdout and stderr together, sanitized and truncated.
+        seconds: Wall time.
+        timed_out: Whether the time limit killed it.
+    """
+
+    returncode: int
+    output: str
+    seconds: float
+    timed_out: bool
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out
+
+
+@lru_cache(maxsize=1)
+def nvcc() -> str:
+    """Path of nvcc: ``$CUDAPERF_NVCC``, the pip-installed ``nvidia-cuda-nvcc`` wheel, or PATH."""
+    candidates = [os.environ.get("CUDAPERF_NVCC", "")]
+    try:
+        import nvidia  # the namespace package of the nvidia-* wheels
+
+        for root in nvidia.__path__:
+            candidates += sorted(str(p) for p in Path(root).glob("cu*/bin/nvcc"))
+    except ImportError:
+        pass
+    candidates.append(shutil.which("nvcc") or "")
+    for path in candidates:
+        if path and os.access(path, os.X_OK):
+            return path
+    raise ToolchainError(
+        "nvcc not found: install the project (`pip install -e .` brings the nvidia-cuda-nvcc "
+        "wheel) or set CUDAPERF_NVCC to an nvcc executable."
+    )
+
+
+@lru_cache(maxsize=4)
+def host_compiler(name: str = "g++") -> str:
+    """Path of the host C/C++ compiler (``$CUDAPERF_CXX`` / ``$CUDAPERF_CC`` override)."""
+    override = os.environ.get("CUDAPERF_CXX" if name == "g++" else "CUDAPERF_CC")
+    path = override or shutil.which(name)
+    if not path:
+        raise ToolchainError(f"{name} not found: install it (Debian: apt-get install g++).")
+    return path
+
+
+@lru_cache(maxsize=8)
+def version(path: str) -> str:
+    """First line of ``path --version`` (part of every build cache key)."""
+    out = subprocess.run([path, "--version"], capture_output=True, text=True, env=_env(), check=False)
+    lines = [line for line in out.stdout.splitlines() if line.strip()]
+    return lines[-1] if "nvcc" in path and lines else (lines[0] if lines else "unknown")
+
+
+def run_tool(
+    cmd: list[str],
+    cwd: str | Path,
+    timeout_s: float,
+    memory_bytes: int = 8 << 30,
+    max_output_chars: int = 8000,
+) -> ToolResult:
+    """Run a compiler in its own process group with limits; never raises on its failure."""
+    start = time.perf_counter()
+
+    def limits() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (512 << 20, 512 << 20))
+
+    proc = subprocess.Popen(
+        cmd,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        env=_env(),
+        start_new_session=True,
+        preexec_fn=limits,
+    )
+    timed_out = False
+    try:
+        raw, _ = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill_group(proc)
+        raw, _ = proc.communicate()
+    text = sanitize(raw[: 4 * max_output_chars].decode("utf-8", "replace"))
+    return ToolResult(proc.returncode, truncate(text, max_output_chars), time.perf_counter() - start, timed_out)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "TMPDIR")}
+    env.setdefault("PATH", os.defpath)
+    # nvcc from the wheel finds its host compiler on PATH; keep the interpreter's bin dir there.
+    env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), env["PATH"]])
+    return {**env, **COMPILER_ENV}

@@ -1,0 +1,84 @@
+"""Turn an evaluation into the feedback text the agent reads next turn."""
+
+from __future__ import annotations
+
+import math
+
+from cudaperf_env.evaluate import ConfigOutcome, Evaluation
+from cudaperf_env.tasks.schema import Task
+from cudaperf_env.text import sanitize, truncate
+
+MAX_LOG_LINES = 30
+
+
+def feedback(task: Task, evaluation: Evaluation) -> str:
+    """A concise, actionable report of what happened to the submission."""
+    e = evaluation
+    if e.status == "format_error":
+        body = (
+            f"Format error: {e.message}.\nReply with the complete CUDA source in one ```cuda fenced block "
+            f'that defines extern "C" {task.signature}.'
+        )
+    elif e.status == "rejected":
+        lines = "\n".join(f"  line {f.line}: {f.message}" for f in e.findings[:10])
+        body = f"Rejected before compiling:\n{lines}"
+    elif e.status == "compile_error":
+        body = f"Compilation failed: {e.message}.\n{truncate(e.compile_log, 4000, MAX_LOG_LINES)}"
+    elif e.status == "ok":
+        body = _success(e)
+    else:
+        body = _failure(e)
+    if e.stdout and e.status != "format_error":
+        body += f"\nYour program printed:\n{truncate(e.stdout, 1000, 15)}"
+    return sanitize(f"[{e.status}] {body}")
+
+
+def _success(e: Evaluation) -> str:
+    parts = [f"Correct on all {len(e.configs)} configurations ({e.backend} backend)."]
+    if math.isfinite(e.speedup):
+        parts.append(f"Runtime {e.runtime_ms:.4g} ms vs. baseline {e.baseline_ms:.4g} ms: speedup {e.speedup:.2f}x.")
+    else:
+        parts.append("This backend checks correctness only; speed is measured on a GPU.")
+    parts += _resources(e)
+    return "\n".join(parts)
+
+
+def _failure(e: Evaluation) -> str:
+    failed = next((o for o in e.configs if o.status != "ok"), None)
+    if failed is None:
+        return e.message
+    where = _where(failed)
+    verb = {"timeout": "Timed out", "runtime_error": "Runtime error", "wrong_answer": "Wrong answer"}[failed.status]
+    text = f"{verb} on {where}: {failed.message}."
+    c = failed.comparison
+    if c is not None:
+        text += (
+            f"\n  first mismatch at flat index {c.first_bad}: got {c.got:.7g}, expected {c.want:.7g}"
+            f"\n  max abs error {c.max_abs_error:.3g}, max rel error {c.max_rel_error:.3g}"
+        )
+        if c.nans:
+            text += (
+                f"\n  {c.nans} elements are NaN: output buffers arrive filled with NaN, so every element "
+                "must be written (clear accumulators first)"
+            )
+    passed = sum(o.status == "ok" for o in e.configs)
+    if passed:
+        text += f"\n{passed} configuration(s) before it passed."
+    return text
+
+
+def _where(o: ConfigOutcome) -> str:
+    if o.hidden:
+        return f"hidden configuration #{o.index + 1}"
+    sizes = ", ".join(f"{k}={v}" for k, v in o.config.items())
+    return f"configuration #{o.index + 1} ({sizes})"
+
+
+def _resources(e: Evaluation) -> list[str]:
+    lines = []
+    for k in e.kernels[:8]:
+        spills = f", {k.spill_stores} B spill stores" if k.spill_stores else ""
+        lines.append(
+            f"  kernel {truncate(k.name, 80)}: {k.registers} registers, {k.shared_bytes} B static shared memory{spills}"
+        )
+    return ["Compiled resources (sm_90):", *lines] if lines else []

@@ -1,0 +1,53 @@
+"""Element types a task may use, and their C and numpy spellings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class DType:
+    """One element type.
+
+    Attributes:
+        name: The task-file spelling, e.g. ``float32``.
+        c_type: The C spelling used in entry signatures, e.g. ``float``.
+        numpy: The numpy dtype.
+    """
+
+    name: str
+    c_type: str
+    numpy: np.dtype
+
+    @property
+    def is_float(self) -> bool:
+        return self.numpy.kind == "f"
+
+    @property
+    def itemsize(self) -> int:
+        return int(self.numpy.itemsize)
+
+
+DTYPES: dict[str, DType] = {
+    d.name: d
+    for d in (
+        DType("int8", "signed char", np.dtype(np.int8)),
+        DType("int16", "short", np.dtype(np.int16)),
+        DType("int32", "int", np.dtype(np.int32)),
+        DType("int64", "long long", np.dtype(np.int64)),
+        DType("uint8", "unsigned char", np.dtype(np.uint8)),
+        DType("uint16", "unsigned short", np.dtype(np.uint16)),
+        DType("uint32", "unsigned int", np.dtype(np.uint32)),
+        DType("uint64", "unsigned long long", np.dtype(np.uint64)),
+        DType("float32", "float", np.dtype(np.float32)),
+        DType("float64", "double", np.dtype(np.float64)),
+    )
+}
+
+# Default comparison tolerances per dtype: (rtol, atol). Integers are exact.
+DEFAULT_TOLERANCE: dict[str, tuple[float, float]] = {
+    "float32": (1e-4, 1e-5),
+    "float64": (1e-10, 1e-12),
+}

@@ -1,0 +1,248 @@
+"""Load and validate task files; errors name the file and the field."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from cudaperf_env.errors import TaskFormatError
+from cudaperf_env.tasks.dtypes import DTYPES
+from cudaperf_env.tasks.expressions import evaluate
+from cudaperf_env.tasks.schema import (
+    KINDS,
+    ROLES,
+    SCHEMA_VERSION,
+    Arg,
+    Config,
+    Implementation,
+    Task,
+    Tolerance,
+    dtype_named,
+)
+
+_ID = re.compile(r"^[a-z0-9]+/[a-z0-9_]+$")
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+DISTRIBUTIONS = {
+    "normal": {"mean", "std"},
+    "uniform": {"low", "high"},
+    "randint": {"low", "high"},
+    "sorted_randint": {"low", "high"},
+    "permutation": set(),
+    "csr_rowptr": {"nnz"},
+}
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def load_task(path: str | Path) -> Task:
+    """Read and validate one task file.
+
+    Raises:
+        TaskFormatError: naming the file and the offending field.
+    """
+    path = Path(path)
+    try:
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TaskFormatError(str(path), "<file>", f"cannot read: {exc}") from None
+    except yaml.YAMLError as exc:
+        raise TaskFormatError(str(path), "<file>", f"invalid YAML: {exc}") from None
+    return parse_task(data, str(path))
+
+
+def parse_task(data: Any, path: str = "<memory>") -> Task:
+    """Validate a task given as a mapping (the parsed file) and build a :class:`Task`."""
+    v = _Validator(path)
+    m = v.mapping(data, "<root>")
+    if m.get("schema") != SCHEMA_VERSION:
+        v.fail("schema", f"expected {SCHEMA_VERSION}, got {m.get('schema')!r}")
+    task_id = v.text(m, "id")
+    if not _ID.match(task_id):
+        v.fail("id", f"expected '<kind>/<name>' in lowercase letters, digits and _, got {task_id!r}")
+    kind = v.text(m, "kind")
+    if kind not in KINDS:
+        v.fail("kind", f"expected one of {', '.join(KINDS)}, got {kind!r}")
+    entry = v.text(m, "entry")
+    if not _IDENT.match(entry):
+        v.fail("entry", f"expected a C identifier, got {entry!r}")
+    configs = v.configs(m, "configs", required=True)
+    hidden = v.configs(m, "hidden_configs")
+    perf = v.configs(m, "perf_configs")
+    args = v.args(m.get("args"), configs + hidden + perf)
+    reference = v.mapping(m.get("reference"), "reference")
+    implementations = v.implementations(m.get("implementations"))
+    baseline = v.text(m, "baseline")
+    if baseline not in {i.name for i in implementations}:
+        v.fail("baseline", f"{baseline!r} is not the name of an implementation")
+    task = Task(
+        id=task_id,
+        kind=kind,
+        family=v.text(m, "family"),
+        description=v.text(m, "description"),
+        entry=entry,
+        args=args,
+        configs=configs,
+        hidden_configs=hidden,
+        perf_configs=perf,
+        tolerances=v.tolerances(m.get("tolerance"), args),
+        reference_language=v.text(reference, "language", "reference.language"),
+        reference_source=v.text(reference, "source", "reference.source"),
+        baseline=baseline,
+        implementations=implementations,
+        path=path,
+    )
+    if "signature" in m and _normalize(str(m["signature"])) != _normalize(task.signature):
+        v.fail("signature", f"does not match args: args imply '{task.signature}'")
+    return task
+
+
+def load_task_dir(directory: str | Path) -> dict[str, Task]:
+    """Load every ``*.yaml``/``*.yml`` file under ``directory`` (recursively), by id."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise TaskFormatError(str(directory), "<dir>", "not a directory of task files")
+    tasks: dict[str, Task] = {}
+    for path in sorted([*directory.rglob("*.yaml"), *directory.rglob("*.yml")]):
+        task = load_task(path)
+        if task.id in tasks:
+            raise TaskFormatError(str(path), "id", f"duplicate id {task.id!r} (also in {tasks[task.id].path})")
+        tasks[task.id] = task
+    if not tasks:
+        raise TaskFormatError(str(directory), "<dir>", "no task files (*.yaml) found")
+    return tasks
+
+
+def _normalize(signature: str) -> str:
+    signature = re.sub(r"\s+", " ", signature.replace(";", "")).strip()
+    return re.sub(r"\s*([(),*])\s*", r"\1", signature)
+
+
+class _Validator:
+    """Field checks that raise :class:`TaskFormatError` naming ``path`` and the field."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def fail(self, field: str, problem: str) -> None:
+        raise TaskFormatError(self.path, field, problem)
+
+    def mapping(self, value: Any, field: str) -> Mapping[str, Any]:
+        if not isinstance(value, Mapping):
+            self.fail(field, f"expected a mapping, got {type(value).__name__}")
+        return value
+
+    def sequence(self, value: Any, field: str) -> Sequence[Any]:
+        if not isinstance(value, list) or not value:
+            self.fail(field, "expected a non-empty list")
+        return value
+
+    def text(self, m: Mapping[str, Any], key: str, field: str | None = None) -> str:
+        value = m.get(key)
+        if not isinstance(value, str) or not value.strip():
+            self.fail(field or key, f"expected a non-empty string, got {value!r}")
+        return value
+
+    def configs(self, m: Mapping[str, Any], key: str, required: bool = False) -> tuple[Config, ...]:
+        if key not in m and not required:
+            return ()
+        out = []
+        for i, cfg in enumerate(self.sequence(m.get(key), key)):
+            cfg = self.mapping(cfg, f"{key}[{i}]")
+            for name, value in cfg.items():
+                if not _IDENT.match(str(name)) or not isinstance(value, int) or isinstance(value, bool):
+                    self.fail(f"{key}[{i}].{name}", f"expected SYMBOL: integer, got {name}: {value!r}")
+            out.append(dict(cfg))
+        return tuple(out)
+
+    def args(self, value: Any, configs: tuple[Config, ...]) -> tuple[Arg, ...]:
+        args, seen = [], set()
+        for i, raw in enumerate(self.sequence(value, "args")):
+            field = f"args[{i}]"
+            raw = self.mapping(raw, field)
+            name = self.text(raw, "name", f"{field}.name")
+            if not _IDENT.match(name) or name in seen:
+                self.fail(f"{field}.name", f"expected a unique C identifier, got {name!r}")
+            seen.add(name)
+            role = raw.get("role")
+            if role not in ROLES:
+                self.fail(f"{field}.role", f"expected one of {', '.join(ROLES)}, got {role!r}")
+            try:
+                dtype = dtype_named(str(raw.get("dtype")))
+            except ValueError as exc:
+                self.fail(f"{field}.dtype", str(exc))
+            shape = tuple(raw.get("shape", ()))
+            if role == "scalar" and "value" not in raw:
+                self.fail(f"{field}.value", "a scalar needs a value (a number or an expression)")
+            if role != "scalar" and not shape:
+                self.fail(f"{field}.shape", "a buffer needs a shape: a list of expressions")
+            init = dict(self.mapping(raw.get("init", {}), f"{field}.init"))
+            self.init(init, f"{field}.init")
+            arg = Arg(name, role, dtype, raw.get("value"), shape, init)
+            self.evaluates(arg, configs, field)
+            args.append(arg)
+        return tuple(args)
+
+    def init(self, init: Mapping[str, Any], field: str) -> None:
+        if not init:
+            return
+        dist = init.get("dist")
+        if dist not in DISTRIBUTIONS:
+            self.fail(f"{field}.dist", f"expected one of {', '.join(DISTRIBUTIONS)}, got {dist!r}")
+        extra = set(init) - {"dist"} - DISTRIBUTIONS[dist]
+        if extra:
+            self.fail(field, f"unknown keys for dist {dist}: {', '.join(sorted(extra))}")
+
+    def evaluates(self, arg: Arg, configs: tuple[Config, ...], field: str) -> None:
+        for cfg in configs:
+            try:
+                if arg.is_buffer:
+                    if arg.numel(cfg) < 1:
+                        self.fail(f"{field}.shape", f"is empty under configuration {dict(cfg)}")
+                    for key in ("low", "high", "nnz"):
+                        if key in arg.init:
+                            evaluate(arg.init[key], cfg)
+                else:
+                    arg.scalar_value(cfg)
+            except ValueError as exc:
+                self.fail(field, str(exc))
+
+    def tolerances(self, value: Any, args: tuple[Arg, ...]) -> dict[str, Tolerance]:
+        if value is None:
+            return {}
+        value = self.mapping(value, "tolerance")
+        if set(value) <= {"rtol", "atol"}:
+            tol = self._tolerance(value, "tolerance")
+            return {a.dtype.name: tol for a in args if a.dtype.is_float}
+        out = {}
+        for dtype, tol in value.items():
+            if dtype not in DTYPES:
+                self.fail(f"tolerance.{dtype}", "expected rtol/atol or a map from dtype to rtol/atol")
+            out[dtype] = self._tolerance(self.mapping(tol, f"tolerance.{dtype}"), f"tolerance.{dtype}")
+        return out
+
+    def _tolerance(self, m: Mapping[str, Any], field: str) -> Tolerance:
+        values = []
+        for key in ("rtol", "atol"):
+            x = m.get(key, 0.0)
+            if not isinstance(x, (int, float)) or isinstance(x, bool) or x < 0:
+                self.fail(f"{field}.{key}", f"expected a non-negative number, got {x!r}")
+            values.append(float(x))
+        return Tolerance(*values)
+
+    def implementations(self, value: Any) -> tuple[Implementation, ...]:
+        out, names = [], set()
+        for i, raw in enumerate(self.sequence(value, "implementations")):
+            field = f"implementations[{i}]"
+            raw = self.mapping(raw, field)
+            name = self.text(raw, "name", f"{field}.name")
+            if name in names:
+                self.fail(f"{field}.name", f"duplicate implementation name {name!r}")
+            names.add(name)
+            strategies = raw.get("strategies", [])
+            if not isinstance(strategies, list) or not all(isinstance(s, str) for s in strategies):
+                self.fail(f"{field}.strategies", "expected a list of strings")
+            out.append(Implementation(name, tuple(strategies), self.text(raw, "source", f"{field}.source")))
+        return tuple(out)

@@ -1,0 +1,154 @@
+"""The task model (schema 1): frozen dataclasses built from a validated task file.
+
+See docs/task-format.md for the file format these classes mirror.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from cudaperf_env.tasks.dtypes import DEFAULT_TOLERANCE, DTYPES, DType
+from cudaperf_env.tasks.expressions import evaluate
+
+SCHEMA_VERSION = 1
+KINDS = ("c2cuda", "torch2cuda")
+ROLES = ("scalar", "in", "out", "inout")
+Config = Mapping[str, int]
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One argument of the entry function.
+
+    Attributes:
+        name: C parameter name.
+        role: ``scalar``, ``in``, ``out`` or ``inout``.
+        dtype: Element (or scalar) type.
+        value: For scalars, an expression of the configuration's symbols.
+        shape: For buffers, one expression per dimension.
+        init: For ``in``/``inout`` buffers, how values are drawn (see docs).
+    """
+
+    name: str
+    role: str
+    dtype: DType
+    value: str | int | float | None = None
+    shape: tuple[str | int, ...] = ()
+    init: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_buffer(self) -> bool:
+        return self.role != "scalar"
+
+    @property
+    def c_param(self) -> str:
+        """The parameter as it appears in the C signature."""
+        if not self.is_buffer:
+            return f"{self.dtype.c_type} {self.name}"
+        const = "const " if self.role == "in" else ""
+        return f"{const}{self.dtype.c_type}* {self.name}"
+
+    def numel(self, config: Config) -> int:
+        """Number of elements of a buffer argument under ``config``."""
+        count = 1
+        for dim in self.shape:
+            count *= int(evaluate(dim, config))
+        return count
+
+    def scalar_value(self, config: Config) -> int | float:
+        """The value of a scalar argument under ``config``, cast to its dtype's kind."""
+        assert self.value is not None
+        value = evaluate(self.value, config)
+        return float(value) if self.dtype.is_float else int(value)
+
+
+@dataclass(frozen=True)
+class Implementation:
+    """A known CUDA implementation of the task (a valid submission)."""
+
+    name: str
+    strategies: tuple[str, ...]
+    source: str
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Elementwise tolerance: ``|got - want| <= atol + rtol * |want|``."""
+
+    rtol: float
+    atol: float
+
+
+@dataclass(frozen=True)
+class Task:
+    """One task: what to compute, the entry to define, inputs, references.
+
+    Attributes:
+        id: Unique id, ``<kind>/<name>``.
+        kind: ``c2cuda`` or ``torch2cuda``.
+        family: Computational pattern (for splits and statistics).
+        description: What the entry must compute, for the agent.
+        entry: Name of the C function a submission defines.
+        args: Entry arguments in call order.
+        configs: Configurations shown to the agent and run on every backend.
+        hidden_configs: Configurations run but never shown.
+        perf_configs: Large configurations, timed on the GPU only.
+        tolerances: Per-dtype tolerance for output comparison.
+        reference_language: ``c`` (or ``pytorch`` for torch2cuda).
+        reference_source: Reference implementation source.
+        baseline: Name of the implementation used as the speed baseline.
+        implementations: Known CUDA implementations.
+        path: File the task was loaded from ("" when built in code).
+    """
+
+    id: str
+    kind: str
+    family: str
+    description: str
+    entry: str
+    args: tuple[Arg, ...]
+    configs: tuple[Config, ...]
+    reference_language: str
+    reference_source: str
+    baseline: str
+    implementations: tuple[Implementation, ...]
+    hidden_configs: tuple[Config, ...] = ()
+    perf_configs: tuple[Config, ...] = ()
+    tolerances: Mapping[str, Tolerance] = field(default_factory=dict)
+    path: str = ""
+
+    @property
+    def signature(self) -> str:
+        """The C declaration of the entry function."""
+        params = ", ".join(a.c_param for a in self.args)
+        return f"void {self.entry}({params})"
+
+    @property
+    def correctness_configs(self) -> tuple[Config, ...]:
+        """Every configuration checked for correctness: shown first, then hidden."""
+        return self.configs + self.hidden_configs
+
+    def tolerance(self, dtype: DType) -> Tolerance:
+        """Tolerance for outputs of ``dtype`` (task override, else the default)."""
+        if dtype.name in self.tolerances:
+            return self.tolerances[dtype.name]
+        rtol, atol = DEFAULT_TOLERANCE.get(dtype.name, (0.0, 0.0))
+        return Tolerance(rtol, atol)
+
+    def implementation(self, name: str) -> Implementation:
+        """The implementation called ``name``."""
+        for impl in self.implementations:
+            if impl.name == name:
+                return impl
+        names = ", ".join(i.name for i in self.implementations)
+        raise KeyError(f"task {self.id} has no implementation {name!r} (has: {names})")
+
+
+def dtype_named(name: str) -> DType:
+    """Look up a dtype by its task-file name."""
+    try:
+        return DTYPES[name]
+    except KeyError:
+        raise ValueError(f"unknown dtype {name!r}; expected one of: {', '.join(DTYPES)}") from None

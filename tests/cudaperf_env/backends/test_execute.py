@@ -1,0 +1,95 @@
+"""The untrusted worker: real crashes, hangs and overruns become structured results.
+
+These use host C "submissions" built with gcc, so they exercise the runner and
+sandbox independently of the CUDA-on-CPU runtime.
+"""
+
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cudaperf_env.backends import toolchain
+from cudaperf_env.backends.buffers import PAGE, layout
+from cudaperf_env.backends.cache import scratch_dir
+from cudaperf_env.backends.execute import Job, run_jobs
+from cudaperf_env.backends.harness import wrap
+from cudaperf_env.backends.native import build_library
+from cudaperf_env.tasks import load_task
+from cudaperf_env.tasks.inputs import make_inputs
+
+TASK = load_task(Path(__file__).parents[2] / "fixtures" / "tasks" / "saxpy.yaml")
+PREFIX = "#include <stdlib.h>\n#include <unistd.h>\n#include <signal.h>\n"
+
+
+def run_c(body: str, timeout_s: float = 5.0, configs=None):
+    code = PREFIX + "void saxpy(int n, float a, const float* x, float* y) {\n" + body + "\n}\n"
+    build = build_library(toolchain.host_compiler("gcc"), ["-std=gnu11", "-O1", "-fPIC", "-shared"],
+                          wrap(TASK, code, "c"), ".c")  # fmt: skip
+    assert build.ok, build.log
+    jobs = [Job(c, make_inputs(TASK, c, seed=7)) for c in (configs or TASK.configs)]
+    workdir = scratch_dir()
+    return jobs, run_jobs(build.library, TASK, jobs, workdir, timeout_s)
+
+
+def test_correct_code_returns_every_buffer():
+    jobs, results = run_c("for (int i = 0; i < n; ++i) y[i] = a * x[i] + y[i];")
+    assert [r.status for r in results] == ["ok"] * 3
+    for job, r in zip(jobs, results, strict=True):
+        np.testing.assert_allclose(r.buffers["y"], 2.5 * job.inputs["x"] + job.inputs["y"], rtol=1e-6)
+        assert r.overruns == ()
+
+
+def test_segfault_is_a_runtime_error_and_stops():
+    _, results = run_c("*(volatile int*)0 = 1;")
+    assert len(results) == 1
+    assert results[0].status == "runtime_error" and "SIGSEGV" in results[0].message
+
+
+def test_write_before_a_buffer_hits_the_guard_page():
+    _, results = run_c("y[-1] = 0.0f;")
+    assert results[0].status == "runtime_error" and "SIGSEGV" in results[0].message
+
+
+def test_off_by_one_write_is_caught_by_the_canary():
+    _, results = run_c("for (int i = 0; i <= n; ++i) y[i] = a * x[i] + y[i];", configs=[{"N": 1823}])
+    assert results[0].status == "ok" and results[0].overruns == ("y",)
+
+
+def test_infinite_loop_times_out_and_children_die():
+    start = time.monotonic()
+    _, results = run_c("pid_t p = fork(); if (p == 0) { for(;;) pause(); } y[0] = (float)p; for (;;) {}",
+                       timeout_s=1.0)  # fmt: skip
+    assert results[0].status == "timeout" and "1 s" in results[0].message
+    assert time.monotonic() - start < 5
+    # the forked grandchild was in the worker's process group: it is gone too
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            assert b"worker.py" not in cmd or str(os.getpid()).encode() in cmd
+
+
+def test_abort_is_reported():
+    _, results = run_c("abort();")
+    assert results[0].status == "runtime_error" and "SIGABRT" in results[0].message
+
+
+def test_layout_aligns_buffers_and_separates_them_with_guards():
+    slots, guards, size = layout(TASK, {"N": 1823})
+    assert [s.arg.name for s in slots] == ["x", "y"]
+    assert all(s.offset % PAGE == 0 for s in slots)
+    assert guards == (0, slots[0].canary_end, slots[1].canary_end)
+    assert size == guards[-1] + PAGE
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_inputs_are_reproducible_per_seed(seed):
+    a = make_inputs(TASK, {"N": 100}, seed)
+    b = make_inputs(TASK, {"N": 100}, seed)
+    c = make_inputs(TASK, {"N": 100}, seed + 10)
+    assert np.array_equal(a["x"], b["x"]) and not np.array_equal(a["x"], c["x"])

@@ -1,0 +1,63 @@
+"""The `cudaperf` command: JSON outputs, exit codes, demo."""
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from cudaperf_env.cli import main
+from cudaperf_env.demo import run_demo
+
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "tasks"
+
+
+def test_tasks_list_json_has_the_promised_keys(capsys):
+    assert main(["tasks", "list", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) >= 24
+    assert {"id", "kind", "family", "configs", "implementations"} <= set(rows[0])
+
+
+def test_tasks_show_prints_the_prompt(capsys):
+    assert main(["tasks", "show", "c2cuda/test_saxpy", "--task-dir", str(FIXTURES)]) == 0
+    out = capsys.readouterr().out
+    assert 'extern "C" void saxpy(int n, float a, const float* x, float* y)' in out
+
+
+@pytest.mark.parametrize(("source", "status"), [("garbage", "format_error"), (None, "ok")])
+def test_eval_json_exit_zero_whatever_the_verdict(tmp_path, capsys, source, status):
+    from cudaperf_env.tasks import load_task
+
+    task = load_task(FIXTURES / "saxpy.yaml")
+    submission = tmp_path / "sub.cu"
+    submission.write_text(source or task.implementations[0].source)
+    code = main(["eval", "--task", str(FIXTURES / "saxpy.yaml"), "--submission", str(submission),
+                 "--backend", "cpu", "--json"])  # fmt: skip
+    assert code == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["status"] == status
+    assert {"status", "compiled", "correct", "speedup", "reward", "feedback", "reward_terms"} <= set(result)
+    assert result["correct"] == (status == "ok") and result["speedup"] is None
+
+
+def test_usage_errors_exit_nonzero(capsys):
+    assert main(["tasks", "show", "c2cuda/no_such_task"]) == 2
+    assert "no task" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as info:
+        main(["eval", "--task", "x"])
+    assert info.value.code == 2
+
+
+def test_demo_plays_wrong_naive_and_optimized(capsys):
+    assert main(["demo", "--backend", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "episode summary" in out and "wrong_answer" in out
+
+
+def test_demo_rows_show_the_scripted_progression():
+    rows = run_demo("cpu", Console(file=io.StringIO()))
+    assert [r["status"] for r in rows] == ["wrong_answer", "ok", "ok"]
+    assert [r["reward"] for r in rows] == pytest.approx([0.1, 1.1, 1.1])
+    assert rows[-1]["truncated"] and not rows[-1]["terminated"]  # speed target unmeasurable on cpu

@@ -1,0 +1,111 @@
+"""The environment end to end on the CPU backend: API conformance, episodes, hostile input."""
+
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import cudaperf_env  # noqa: F401
+from cudaperf_env.backends.cpu.backend import CpuBackend
+from cudaperf_env.env import CudaPerfEnv
+
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "tasks"
+SAXPY = "c2cuda/test_saxpy"
+
+
+def fence(code: str) -> str:
+    return f"Here is my kernel.\n```cuda\n{code}\n```\n"
+
+
+def saxpy_source(body: str = "if (i < n) y[i] = a * x[i] + y[i];", grid: str = "(n + 255) / 256") -> str:
+    return (
+        "__global__ void k(int n, float a, const float* x, float* y) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        f"  {body}\n}}\n"
+        'extern "C" void saxpy(int n, float a, const float* x, float* y) {\n'
+        f"  k<<<{grid}, 256>>>(n, a, x, y);\n}}\n"
+    )
+
+
+@pytest.fixture(scope="module")
+def env():
+    e = CudaPerfEnv(task_dir=FIXTURES, backend=CpuBackend(timeout_s=3.0), max_turns=3)
+    yield e
+    e.close()
+
+
+def step_on(env, action: str, task_id: str = SAXPY):
+    env.reset(seed=0, options={"task_id": task_id})
+    return env.step(action)
+
+
+def test_registered_ids_make_and_pass_the_env_checker():
+    env = gym.make("CudaPerf-C2CUDA-v0", backend="cpu")
+    check_env(env.unwrapped, skip_render_check=False)
+    assert env.spec.nondeterministic
+    env.close()
+    env2 = gym.make("cudaperf_env:CudaPerf-C2CUDA-v0", backend="cpu")
+    assert isinstance(env2.unwrapped, CudaPerfEnv)
+
+
+def test_reset_is_seeded_and_task_can_be_chosen(env):
+    obs1, info1 = env.reset(seed=123)
+    obs2, info2 = env.reset(seed=123)
+    assert obs1 == obs2 and info1["task_id"] == info2["task_id"]
+    obs, info = env.reset(options={"task_id": "c2cuda/test_sum"})
+    assert info["task_id"] == "c2cuda/test_sum" and 'extern "C" void sum(int n' in obs
+    assert env.observation_space.contains(obs)
+
+
+def test_correct_answer_terminates_with_reward_terms(env):
+    obs, reward, terminated, truncated, info = step_on(env, fence(saxpy_source()))
+    assert (info["status"], info["correct"], terminated, truncated) == ("ok", True, True, False)
+    assert reward == pytest.approx(info["reward/compile"] + info["reward/correct"]) and reward > 1
+    assert np.isnan(info["speedup"]) and info["backend"] == "cpu"
+    assert "[ok] Correct on all 4 configurations" in obs
+    assert all(np.isscalar(v) for v in info.values())
+
+
+def test_wrong_answers_run_to_max_turns(env):
+    env.reset(seed=1, options={"task_id": SAXPY})
+    wrong = fence(saxpy_source(grid="n / 256"))
+    for turn in range(1, 4):
+        obs, reward, terminated, truncated, info = env.step(wrong)
+        assert info["status"] == "wrong_answer" and info["turn"] == turn
+        assert not terminated and truncated == (turn == 3)
+    assert "first mismatch at flat index 768" in obs and "NaN" not in obs.split("first mismatch")[0][-5:]
+    with pytest.raises(gym.error.ResetNeeded):
+        env.step(wrong)
+
+
+@pytest.mark.parametrize(
+    ("action", "status", "phrase"),
+    [
+        ("", "format_error", "empty"),
+        ("I think you should use shared memory here.", "format_error", "no code found"),
+        (fence(saxpy_source() + "// " + "x" * 1_000_000), "format_error", "limit"),
+        (fence(saxpy_source()).replace("k<<<", "k\x00<<<"), "format_error", "line"),
+        (fence("__global__ void k(float* y) { y[0] = 1; }"), "rejected", "saxpy"),
+        (fence(saxpy_source().replace("float a, const float* x", "double a, const float* x")),
+         "compile_error", "saxpy"),
+        (fence('#include <unistd.h>\n' + saxpy_source()), "rejected", "unistd.h"),
+        (fence(saxpy_source(body="if (i < n) y[i] = *(float*)0;")), "runtime_error", "illegal address"),
+        (fence(saxpy_source(body="while (true) {}")), "timeout", "3 s"),
+        (fence(saxpy_source(body="if (i <= n) y[i] = a * x[i] + y[i];")), "runtime_error", "past the end of `y`"),
+        (fence(saxpy_source(body="if (i < n) { y[i] = a * x[i] + y[i]; ((float*)x)[i] = 0; }")),
+         "wrong_answer", "modified the input `x`"),
+    ],
+    ids=["empty", "prose", "1MB", "nul-byte", "no-entry", "wrong-signature", "forbidden-include",
+         "segfault", "infinite-loop", "write-past-end", "input-mutation"],
+)
+def test_hostile_input_gets_a_status_and_the_env_keeps_working(env, action, status, phrase):
+    obs, reward, terminated, truncated, info = step_on(env, action)
+    assert info["status"] == status, obs
+    assert phrase in obs
+    assert not info["correct"] and not terminated
+    assert env.observation_space.contains(obs)
+    # the next episode is unaffected
+    obs, reward, terminated, truncated, info = step_on(env, fence(saxpy_source()))
+    assert info["status"] == "ok"
