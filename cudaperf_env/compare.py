@@ -39,6 +39,8 @@ class Comparison:
 def compare(got: np.ndarray, want: np.ndarray, tolerance: Tolerance) -> Comparison:
     """Compare ``got`` with ``want`` elementwise: ``|got - want| <= atol + rtol * |want|``."""
     got, want = got.ravel(), want.ravel()
+    if _all_close(got, want, tolerance):  # the common case, without the diagnostics
+        return Comparison(True, 0, got.size)
     if want.dtype.kind in "iub":
         bad = got != want
         diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
@@ -64,6 +66,14 @@ def compare(got: np.ndarray, want: np.ndarray, tolerance: Tolerance) -> Comparis
     return Comparison(
         False, count, got.size, first, float(got[first]), float(want[first]), max_abs, max_rel, nans
     )
+
+
+def _all_close(got: np.ndarray, want: np.ndarray, tolerance: Tolerance) -> bool:
+    if want.dtype.kind in "iub":
+        return bool(np.array_equal(got, want))
+    with np.errstate(invalid="ignore", over="ignore"):
+        close = np.abs(got - want) <= tolerance.atol + tolerance.rtol * np.abs(want)
+    return bool(close.all())
 
 
 def unchanged(before: np.ndarray, after: np.ndarray) -> bool:

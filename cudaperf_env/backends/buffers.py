@@ -27,6 +27,7 @@ PAGE = mmap.PAGESIZE
 # the end spoil results) that arithmetic never reproduces (it quiets NaNs), so an
 # overrun that writes NaN-propagated values is still seen.
 CANARY = np.frombuffer(b"\xff\xff\xbf\xff", dtype=np.uint8)
+_CANARY_RUN = np.resize(CANARY, PAGE + CANARY.size)  # enough for any tail, at any phase
 INT_POISON_BYTE = 0xA5
 
 
@@ -75,9 +76,9 @@ class BufferFile:
         with open(path, "r+b") as f:
             self._mem = mmap.mmap(f.fileno(), self.size)
         self._view = np.frombuffer(self._mem, dtype=np.uint8)
-        self._canary = np.resize(CANARY, self.size)
-        self._view[:] = self._canary
         for slot in self.slots:
+            end = slot.offset + slot.nbytes
+            self._view[end : slot.canary_end] = _canary(end, slot.canary_end)
             region = self.array(slot)
             region[:] = inputs[slot.arg.name] if slot.arg.role in ("in", "inout") else poison_value(slot.arg)
 
@@ -95,7 +96,7 @@ class BufferFile:
         bad = []
         for slot in self.slots:
             end = slot.offset + slot.nbytes
-            if not np.array_equal(self._view[end : slot.canary_end], self._canary[end : slot.canary_end]):
+            if not np.array_equal(self._view[end : slot.canary_end], _canary(end, slot.canary_end)):
                 bad.append(slot.arg.name)
         return bad
 
@@ -115,6 +116,12 @@ class BufferFile:
         with contextlib.suppress(BufferError):  # a caller still holds a view; the GC unmaps it later
             self._mem.close()
         self.path.unlink(missing_ok=True)
+
+
+def _canary(start: int, end: int) -> np.ndarray:
+    """The canary bytes for file offsets ``[start, end)`` (the pattern is anchored at offset 0)."""
+    phase = start % CANARY.size
+    return _CANARY_RUN[phase : phase + end - start]
 
 
 def _round_up(x: int, to: int) -> int:

@@ -509,7 +509,7 @@ inline void run_block_fibers(Worker& w) {
     ws.npending = 0;
   }
   for (unsigned i = 0; i < n; ++i) {
-    ctx_make(&w.fibers[i].ctx, w.stacks.lo(i), w.stacks.stack_size());
+    ctx_make(&w.fibers[i].ctx, w.stacks.lo(i), w.stacks.top(i));
     push_ready(w, i);
   }
   enter(w, pop_ready(w), &w.sched);

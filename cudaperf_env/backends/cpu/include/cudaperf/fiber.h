@@ -37,10 +37,11 @@ __attribute__((naked, noinline)) inline void fiber_switch(void** /*save*/, void*
 
 inline void ctx_switch(Ctx* from, Ctx* to) { fiber_switch(&from->sp, to->sp); }
 
-// Builds a stack whose first switch "returns" into fiber_entry with the ABI's alignment
-// (rsp % 16 == 8 at function entry, as if called).
-inline void ctx_make(Ctx* c, char* stack_lo, size_t size) {
-  void** sp = reinterpret_cast<void**>(stack_lo + size);  // 16-aligned: page-aligned stacks
+// Builds a stack [lo, top) whose first switch "returns" into fiber_entry with the ABI's
+// alignment (rsp % 16 == 8 at function entry, as if called).
+inline void ctx_make(Ctx* c, char* lo, char* top) {
+  (void)lo;
+  void** sp = reinterpret_cast<void**>(top);  // 64-byte aligned
   *--sp = nullptr;                                          // fiber_entry's (unused) return address
   *--sp = reinterpret_cast<void*>(&fiber_entry);            // popped by `ret`
   for (int i = 0; i < 6; ++i) *--sp = nullptr;              // rbp, rbx, r12-r15
@@ -55,10 +56,10 @@ struct Ctx {
 
 inline void ctx_switch(Ctx* from, Ctx* to) { ::swapcontext(&from->uc, &to->uc); }
 
-inline void ctx_make(Ctx* c, char* stack_lo, size_t size) {
+inline void ctx_make(Ctx* c, char* lo, char* top) {
   ::getcontext(&c->uc);
-  c->uc.uc_stack.ss_sp = stack_lo;
-  c->uc.uc_stack.ss_size = size;
+  c->uc.uc_stack.ss_sp = lo;
+  c->uc.uc_stack.ss_size = static_cast<size_t>(top - lo);
   c->uc.uc_link = nullptr;
   ::makecontext(&c->uc, reinterpret_cast<void (*)()>(&fiber_entry), 0);
 }
@@ -75,9 +76,14 @@ inline size_t round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
 // The stacks of one worker thread: slot i is [guard | stack]; the guard (PROT_NONE) lies below
 // the stack because stacks grow down, so an overflow faults there and is reported as a stack
 // overflow. Stacks are reused by every block the worker runs.
+//
+// Stack tops are "colored": one extra page per slot plus a 64-byte step per fiber spread the
+// hot top-of-stack lines over different cache sets. Equally spaced power-of-two stacks all
+// map to the same L1/L2 sets, which made every fiber start and switch a cache miss.
 class StackPool {
  public:
   static constexpr size_t kGuard = 64 * 1024;
+  static constexpr size_t kColor = 4096;
 
   // Makes `count` stacks of `stack_size` bytes usable; false when memory is exhausted.
   bool ensure(unsigned count, size_t stack_size) {
@@ -86,7 +92,7 @@ class StackPool {
     if (base_ == nullptr) {
       unsigned cap = 64;
       while (cap < count) cap *= 2;
-      size_t slot = kGuard + stack_size;
+      size_t slot = kGuard + stack_size + kColor;
       void* p = ::mmap(nullptr, slot * cap, PROT_NONE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
       if (p == MAP_FAILED) return false;
@@ -97,12 +103,13 @@ class StackPool {
       usable_ = 0;
     }
     for (; usable_ < count; ++usable_) {
-      if (::mprotect(lo(usable_), stack_, PROT_READ | PROT_WRITE) != 0) return false;
+      if (::mprotect(lo(usable_), stack_ + kColor, PROT_READ | PROT_WRITE) != 0) return false;
     }
     return true;
   }
 
   char* lo(unsigned i) const { return base_ + static_cast<size_t>(i) * slot_ + kGuard; }
+  char* top(unsigned i) const { return lo(i) + stack_ + kColor - (i % 64) * 64; }
   size_t stack_size() const { return stack_; }
 
   // Async-signal-safe: is `addr` in one of the guard pages?

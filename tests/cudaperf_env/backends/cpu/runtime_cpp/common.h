@@ -62,6 +62,7 @@ inline std::vector<float> random_floats(size_t n, unsigned seed, float lo = -1.0
   return v;
 }
 
+#ifndef COMMON_NO_MAIN
 // `prog CASE` runs one case, `prog` runs them all; the exit status is 0 only if all passed.
 int main(int argc, char** argv) {
   int failed = 0, ran = 0;
@@ -78,3 +79,4 @@ int main(int argc, char** argv) {
   }
   return failed == 0 ? 0 : 1;
 }
+#endif

@@ -72,7 +72,7 @@ __global__ void trap_kernel() {
   if (threadIdx.x == 3) __trap();
 }
 
-// Thread 60 indexes far past the dynamic shared memory given at launch.
+// Every thread but 0 writes past the 64 floats of dynamic shared memory given at launch.
 __global__ void dynamic_shared_overrun(float* out) {
   DYNAMIC_SHARED(float, s);
   s[threadIdx.x * 64] = 1.0f;
@@ -86,7 +86,7 @@ __global__ void barrier_kernel(int* out) {
 }
 
 __global__ void say_hello(int rows) {
-  if (threadIdx.x < rows) printf("hello from thread %d of block %d\n", (int)threadIdx.x, (int)blockIdx.x);
+  if ((int)threadIdx.x < rows) printf("hello from thread %d of block %d\n", (int)threadIdx.x, (int)blockIdx.x);
 }
 
 __global__ void chatty() {
