@@ -62,7 +62,7 @@ def _tasks_list(args: argparse.Namespace) -> None:
     from cudaperf_env.tasks import load_tasks
 
     tasks = load_tasks(args.task_dir)
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"id": t.id, "kind": t.kind, "family": t.family, "configs": len(t.configs),
          "implementations": [i.name for i in t.implementations]}  # fmt: skip
         for t in tasks.values()

@@ -47,7 +47,7 @@ def run_demo(backend: str = "auto", console: Console | None = None) -> list[dict
         "CudaPerf-C2CUDA-v0", backend=backend, max_turns=replies_count, target_speedup=1.5, task_ids=[DEMO_TASK]
     )
     prompt, _ = env.reset(seed=0)
-    task = env.unwrapped.task
+    task = env.unwrapped.task  # type: ignore[attr-defined]
     console.print(Panel(prompt, title=f"prompt ({task.id})", expand=False))
     rows = []
     for label, reply in scripted_replies(task):

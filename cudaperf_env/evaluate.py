@@ -11,7 +11,8 @@ import shutil
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import numpy as np
 
@@ -140,8 +141,9 @@ class Evaluator:
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
 
-    def _compile_and_run(self, task: Task, code: str, seed: int, workdir, started: float) -> Evaluation:
-        name, seconds = self.backend.name, {}
+    def _compile_and_run(self, task: Task, code: str, seed: int, workdir: Path, started: float) -> Evaluation:
+        seconds: dict[str, float] = {}
+        result = Evaluation("", "", self.backend.name, code=code, seconds=seconds)
         jobs = self.jobs(task, seed)
         (workdir / "ref").mkdir()
         with ThreadPoolExecutor(max_workers=3) as pool:
@@ -153,34 +155,36 @@ class Evaluator:
             try:
                 report = check.result()
                 seconds["compile_check"] = report.seconds
+                result = replace(result, compile_log=report.log, kernels=report.kernels)
                 if not report.ok:
                     why = "timed out" if report.timed_out else "failed"
-                    return Evaluation("compile_error", f"nvcc {why}", name, code=code, compile_log=report.log,
-                                      seconds=seconds)  # fmt: skip
+                    return replace(result, status="compile_error", message=f"nvcc {why}")
                 build = built.result()
                 seconds["build"] = build.seconds
-                common = dict(code=code, compile_log=report.log, kernels=report.kernels)
                 if build.unsupported:
                     findings = tuple(Finding(u.line, u.construct, u.message) for u in build.unsupported)
-                    return Evaluation("rejected", findings[0].message, name, findings=findings, **common)
+                    return replace(result, status="rejected", message=findings[0].message, findings=findings)
                 if not build.ok:
-                    msg = f"nvcc accepts this code but the {name} backend could not build it"
-                    return Evaluation("compile_error", msg, name, compile_log=build.log, code=code)
+                    msg = f"nvcc accepts this code but the {self.backend.name} backend could not build it"
+                    return replace(result, status="compile_error", message=msg, compile_log=build.log)
                 want = expected.result()
                 t_run = time.perf_counter()
-                results = self.backend.run(build, task, jobs, workdir, worker)
+                runs = self.backend.run(build, task, jobs, workdir, worker)
                 seconds["run"] = time.perf_counter() - t_run
             finally:
                 worker.kill()
-        outcomes = judge(task, jobs, results, want)
+        outcomes = judge(task, jobs, runs, want)
         failed = [o for o in outcomes if o.status != "ok"]
-        status = failed[0].status if failed else "ok"
-        correct = not failed and len(outcomes) == len(jobs)
         seconds["total"] = time.perf_counter() - started
-        stdout = next((r.stdout for r in reversed(results) if r.stdout), "")
-        message = failed[0].message if failed else f"correct on all {len(jobs)} configurations"
-        return Evaluation(status, message, name, True, correct, configs=tuple(outcomes), stdout=stdout,
-                          seconds=seconds, **common)  # fmt: skip
+        return replace(
+            result,
+            status=failed[0].status if failed else "ok",
+            message=failed[0].message if failed else f"correct on all {len(jobs)} configurations",
+            compiled=True,
+            correct=not failed and len(outcomes) == len(jobs),
+            configs=tuple(outcomes),
+            stdout=next((r.stdout for r in reversed(runs) if r.stdout), ""),
+        )
 
 
 def judge(
@@ -188,37 +192,33 @@ def judge(
 ) -> list[ConfigOutcome]:
     """Verdicts per configuration from the worker's results and the expected outputs (pure)."""
     outcomes = []
-    n_shown = len(task.configs)
-    for index, (job, result) in enumerate(zip(jobs, results, strict=False)):  # stops at a failure
-        base = dict(index=index, config=job.config, hidden=index >= n_shown)
-        if result.status != "ok":
-            outcomes.append(ConfigOutcome(status=result.status, message=result.message, **base))
-            continue
-        if result.overruns:
-            names = ", ".join(f"`{n}`" for n in result.overruns)
-            msg = f"wrote past the end of {names} (out-of-bounds write; check your bounds guards)"
-            outcomes.append(ConfigOutcome(status="runtime_error", message=msg, **base))
-            continue
-        outcomes.append(_compare_buffers(task, job, result, expected[index], base))
+    for index, (job, result) in enumerate(zip(jobs, results, strict=False)):  # results stop at a failure
+        status, message, output, comparison = verdict(task, job, result, expected[index])
+        hidden = index >= len(task.configs)
+        outcomes.append(ConfigOutcome(index, job.config, hidden, status, message, output, comparison))
     return outcomes
 
 
-def _compare_buffers(
-    task: Task, job: Job, result: CallResult, want: Mapping[str, np.ndarray], base: dict
-) -> ConfigOutcome:
+def verdict(
+    task: Task, job: Job, result: CallResult, want: Mapping[str, np.ndarray]
+) -> tuple[str, str, str, Comparison | None]:
+    """``(status, message, buffer, comparison)`` for one configuration's run."""
+    if result.status != "ok":
+        return result.status, result.message, "", None
+    if result.overruns:
+        names = ", ".join(f"`{n}`" for n in result.overruns)
+        message = f"wrote past the end of {names} (out-of-bounds write; check your bounds guards)"
+        return "runtime_error", message, "", None
     for arg in task.args:
         if arg.role == "in" and not unchanged(job.inputs[arg.name], result.buffers[arg.name]):
-            msg = f"modified the input `{arg.name}`, which must stay unchanged"
-            return ConfigOutcome(status="wrong_answer", message=msg, output=arg.name, **base)
+            return "wrong_answer", f"modified the input `{arg.name}`, which must stay unchanged", arg.name, None
     for arg in task.args:
         if arg.role in ("out", "inout"):
             comparison = compare(result.buffers[arg.name], want[arg.name], task.tolerance(arg.dtype))
             if not comparison.ok:
-                msg = (
+                message = (
                     f"`{arg.name}` differs from the expected output in "
                     f"{comparison.mismatches} of {comparison.total} elements"
                 )
-                return ConfigOutcome(
-                    status="wrong_answer", message=msg, output=arg.name, comparison=comparison, **base
-                )
-    return ConfigOutcome(status="ok", **base)
+                return "wrong_answer", message, arg.name, comparison
+    return "ok", "", "", None

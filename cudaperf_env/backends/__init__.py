@@ -36,7 +36,7 @@ def make_backend(name: str = "auto", **options: object) -> Backend:
         )
     if name == "auto":
         _log.warning("cudaperf: using the cpu backend (correctness only, no timing)")
-    return CpuBackend(**options)  # type: ignore[arg-type]
+    return CpuBackend(**options)  # type: ignore[arg-type]  # options are CpuBackend fields
 
 
 def _nvidia_smi_ok() -> bool:

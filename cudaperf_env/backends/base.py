@@ -45,8 +45,15 @@ class Build:
 class Backend(Protocol):
     """An execution backend (``cpu`` or ``cuda``); the environment never knows which."""
 
-    name: str
-    measures_time: bool
+    @property
+    def name(self) -> str:
+        """``cpu`` or ``cuda``: reported in ``info["backend"]``."""
+        ...
+
+    @property
+    def measures_time(self) -> bool:
+        """Whether runs are timed (speedup is NaN otherwise)."""
+        ...
 
     def build(self, task: Task, code: str) -> Build:
         """Turn submission source into something :meth:`run` can execute."""

@@ -103,7 +103,7 @@ class BufferFile:
     def request_args(self, task: Task, config: Config) -> list[dict]:
         """The ``args`` list of a worker ``call`` request."""
         offsets = {s.arg.name: s.offset for s in self.slots}
-        args = []
+        args: list[dict[str, object]] = []
         for arg in task.args:
             if arg.is_buffer:
                 args.append({"ptr": offsets[arg.name]})

@@ -21,7 +21,7 @@ import resource
 import sys
 import time
 
-_CTYPES = {
+_CTYPES: dict[str, type[ctypes._SimpleCData]] = {
     "int8": ctypes.c_int8, "int16": ctypes.c_int16, "int32": ctypes.c_int32,
     "int64": ctypes.c_int64, "uint8": ctypes.c_uint8, "uint16": ctypes.c_uint16,
     "uint32": ctypes.c_uint32, "uint64": ctypes.c_uint64, "float32": ctypes.c_float,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import yaml
 
@@ -126,7 +126,7 @@ class _Validator:
     def __init__(self, path: str) -> None:
         self.path = path
 
-    def fail(self, field: str, problem: str) -> None:
+    def fail(self, field: str, problem: str) -> NoReturn:
         raise TaskFormatError(self.path, field, problem)
 
     def mapping(self, value: Any, field: str) -> Mapping[str, Any]:
@@ -143,7 +143,7 @@ class _Validator:
         value = m.get(key)
         if not isinstance(value, str) or not value.strip():
             self.fail(field or key, f"expected a non-empty string, got {value!r}")
-        return value
+        return str(value)
 
     def configs(self, m: Mapping[str, Any], key: str, required: bool = False) -> tuple[Config, ...]:
         if key not in m and not required:
