@@ -55,7 +55,7 @@ def compare(got: np.ndarray, want: np.ndarray, tolerance: Tolerance) -> Comparis
         nans = int(np.count_nonzero(np.isnan(g) & ~np.isnan(w)))
     finite = np.isfinite(diff)
     max_abs = float(diff[finite].max()) if finite.any() else 0.0
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         rel = diff / np.maximum(np.abs(want.astype(np.float64)), np.finfo(np.float64).tiny)
     rel_finite = rel[np.isfinite(rel)]
     max_rel = float(rel_finite.max()) if rel_finite.size else 0.0

@@ -469,16 +469,6 @@ def _jacobi5(x: np.ndarray) -> np.ndarray:
     return y
 
 
-def _maxpool3s2(x: np.ndarray) -> np.ndarray:
-    p, h, w = x.shape
-    oh, ow = (h - 3) // 2 + 1, (w - 3) // 2 + 1
-    out = np.full((p, oh, ow), -np.inf, np.float32)
-    for di in range(3):
-        for dj in range(3):
-            out = np.maximum(out, x[:, di:di + 2 * oh - 1:2, dj:dj + 2 * ow - 1:2])
-    return out
-
-
 def _conv1d(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     co, ci, kw = w.shape
     lo = x.shape[1] - kw + 1
@@ -563,7 +553,8 @@ NUMPY_REFS: dict[str, Callable[..., dict[str, Any]]] = {
     "c2cuda/compact_positive_f32": lambda cfg, n, x: _compact(x),
     "c2cuda/sort_rows_f32": lambda cfg, rows, cols, x: {"y": np.sort(x, axis=1)},
     "c2cuda/sort_u8": lambda cfg, n, x: {"y": np.sort(x)},
-    "c2cuda/maxpool2d_f32": lambda cfg, planes, h, w, x: {"y": _maxpool3s2(x)},
+    "c2cuda/maxpool1d_f32": lambda cfg, rows, length, k, x: {
+        "y": np.lib.stride_tricks.sliding_window_view(x, k, axis=1).max(axis=2)},
     "c2cuda/conv1d_f32": lambda cfg, cin, cout, length, kw, x, w: {"y": _conv1d(x, w)},
     "c2cuda/spmv_csr_f32": lambda cfg, m, n, rowptr, colidx, vals, x: {
         "y": _spmv(rowptr, colidx, vals, x)},

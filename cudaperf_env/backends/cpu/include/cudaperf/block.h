@@ -20,7 +20,7 @@ enum ShflMode : uint8_t { kShflIdx, kShflUp, kShflDown, kShflXor };
 enum VoteMode : uint8_t { kBallot, kAny, kAll, kUni };
 enum ReduceOp : uint8_t { kRedAdd, kRedMinS, kRedMaxS, kRedMinU, kRedMaxU, kRedAnd, kRedOr, kRedXor };
 
-struct Fiber {
+struct alignas(64) Fiber {  // one cache line on x86-64
   Ctx ctx;
   uint3 tid;
   uint8_t state;
@@ -79,6 +79,9 @@ struct Worker {
   unsigned bar_true = 0;
   int bar_result = 0;
   unsigned activemask_waiters = 0;
+  unsigned warp_streak = 0;  // warp collectives completed, for fair queueing
+  unsigned contexts_made = 0;  // fibers [0, contexts_made) have a context (parked or fresh)
+  unsigned contexts_epoch = ~0u;
   Ctx sched;  // the worker's own stack, where the block scheduler runs
 };
 
@@ -87,6 +90,13 @@ inline thread_local Worker* tls_worker = nullptr;
 inline void push_ready(Worker& w, unsigned i) {
   w.fibers[i].state = kReady;
   w.queue[(w.qhead + w.qcount++) % kMaxThreadsPerBlock] = i;
+}
+
+inline void push_ready_front(Worker& w, unsigned i) {
+  w.fibers[i].state = kReady;
+  w.qhead = (w.qhead + kMaxThreadsPerBlock - 1) % kMaxThreadsPerBlock;
+  w.queue[w.qhead] = i;
+  ++w.qcount;
 }
 
 inline unsigned pop_ready(Worker& w) {
@@ -304,9 +314,18 @@ inline void complete_pending(Worker& w, unsigned warp, unsigned k, int running_l
   ws.pending[k] = ws.pending[--ws.npending];
   Fiber* lanes = &w.fibers[warp * 32];
   compute_collective(lanes, done.kind, done.arrived);
-  for (unsigned l = 0; l < 32; ++l) {
+  // The warp's lanes normally run next (front of the queue, lane order): its 32 stacks stay
+  // in the L1 cache. Every 16th completion queues them at the back, so a warp that spins on
+  // collectives cannot starve the others.
+  bool front = ++w.warp_streak % 16 != 0;
+  for (unsigned k2 = 32; k2-- > 0;) {
+    unsigned l = front ? k2 : 31 - k2;
     if ((done.arrived >> l & 1u) != 0 && static_cast<int>(l) != running_lane) {
-      push_ready(w, warp * 32 + l);
+      if (front) {
+        push_ready_front(w, warp * 32 + l);
+      } else {
+        push_ready(w, warp * 32 + l);
+      }
     }
   }
 }
@@ -430,7 +449,9 @@ inline void yield_fiber() {
 
 // ---- running a block -----------------------------------------------------------------------
 
-[[noreturn]] inline void thread_exit(Worker& w) {
+// Marks the running thread exited and gives the OS thread away. The fiber parks here; a later
+// block resumes it to run that block's thread (contexts are built once, not per block).
+inline void thread_exit(Worker& w) {
   unsigned me = w.cur;
   Fiber& f = w.fibers[me];
   f.state = kExited;
@@ -452,13 +473,14 @@ inline void yield_fiber() {
   } else {
     ctx_switch(&f.ctx, &w.sched);
   }
-  __builtin_unreachable();  // exited fibers are never resumed; the next block remakes them
 }
 
 [[noreturn]] inline void fiber_entry() {
-  Worker& w = *tls_worker;
-  w.body(w.body_ctx);
-  thread_exit(w);
+  for (;;) {
+    Worker& w = *tls_worker;
+    w.body(w.body_ctx);
+    thread_exit(w);
+  }
 }
 
 [[noreturn]] inline void report_deadlock(Worker& w) {
@@ -508,10 +530,14 @@ inline void run_block_fibers(Worker& w) {
     ws.exited = 0;
     ws.npending = 0;
   }
-  for (unsigned i = 0; i < n; ++i) {
-    ctx_make(&w.fibers[i].ctx, w.stacks.lo(i), w.stacks.top(i));
-    push_ready(w, i);
+  if (w.contexts_epoch != w.stacks.epoch()) {
+    w.contexts_made = 0;
+    w.contexts_epoch = w.stacks.epoch();
   }
+  for (; w.contexts_made < n; ++w.contexts_made) {
+    ctx_make(&w.fibers[w.contexts_made].ctx, w.stacks.lo(w.contexts_made), w.stacks.top(w.contexts_made));
+  }
+  for (unsigned i = 0; i < n; ++i) push_ready(w, i);
   enter(w, pop_ready(w), &w.sched);
   for (;;) {
     if (w.exited == n) return;

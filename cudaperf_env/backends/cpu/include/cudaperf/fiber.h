@@ -101,6 +101,7 @@ class StackPool {
       slot_ = slot;
       capacity_ = cap;
       usable_ = 0;
+      ++epoch_;
     }
     for (; usable_ < count; ++usable_) {
       if (::mprotect(lo(usable_), stack_ + kColor, PROT_READ | PROT_WRITE) != 0) return false;
@@ -111,6 +112,8 @@ class StackPool {
   char* lo(unsigned i) const { return base_ + static_cast<size_t>(i) * slot_ + kGuard; }
   char* top(unsigned i) const { return lo(i) + stack_ + kColor - (i % 64) * 64; }
   size_t stack_size() const { return stack_; }
+  // Changes whenever the stacks move (contexts built on the old ones are void).
+  unsigned epoch() const { return epoch_; }
 
   // Async-signal-safe: is `addr` in one of the guard pages?
   bool in_guard(const void* addr) const {
@@ -130,6 +133,7 @@ class StackPool {
   size_t slot_ = 0;
   unsigned capacity_ = 0;
   unsigned usable_ = 0;
+  unsigned epoch_ = 0;
 };
 
 // Dynamic shared memory of one worker: the block's buffer ends exactly at a PROT_NONE guard, so
