@@ -46,6 +46,8 @@ class CompileReport:
         seconds: Wall time (0 when served from cache).
         cached: Whether the report came from the cache.
         timed_out: The compile hit its time limit.
+        cubin: Path of the compiled cubin in the cache (None on failure), for SASS analysis.
+        arch: The target architecture, e.g. ``sm_90``.
     """
 
     ok: bool
@@ -54,14 +56,17 @@ class CompileReport:
     seconds: float = 0.0
     cached: bool = False
     timed_out: bool = False
+    cubin: str | None = None
+    arch: str = DEFAULT_ARCH
 
 
 def compile_check(source: str, arch: str = DEFAULT_ARCH, timeout_s: float = 60.0) -> CompileReport:
     """Compile ``source`` (a complete .cu translation unit) to a cubin for ``arch``."""
     nvcc = toolchain.nvcc()
     flags = ["-arch=" + arch, "-cubin", "-Xptxas", "-v", "-std=c++17", "-O3", "-lineinfo"]
-    key = digest("compile_check/1", toolchain.version(nvcc), *flags, source)
+    key = digest("compile_check/2", toolchain.version(nvcc), *flags, source)
     entry = cache_dir("compile_check") / f"{key}.json"
+    cubin = entry.with_suffix(".cubin")
     if entry.exists():
         data = json.loads(entry.read_text())
         kernels = tuple(KernelResources(**k) for k in data.pop("kernels"))
@@ -71,12 +76,16 @@ def compile_check(source: str, arch: str = DEFAULT_ARCH, timeout_s: float = 60.0
     try:
         (work / "submission.cu").write_text(source)
         result = toolchain.run_tool([nvcc, *flags, "submission.cu", "-o", "out.cubin"], work, timeout_s)
+        if result.ok:
+            (work / "out.cubin").replace(cubin)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     log, kernels = parse_ptxas(result.output)
     if result.timed_out:
         log = f"compilation did not finish within {timeout_s:g} s (killed)\n" + log
-    report = CompileReport(result.ok, log, kernels, result.seconds, False, result.timed_out)
+    report = CompileReport(
+        result.ok, log, kernels, result.seconds, False, result.timed_out, str(cubin) if result.ok else None, arch
+    )
     if not result.timed_out:
         write_atomic(entry, json.dumps({**asdict(report), "cached": False}).encode())
     return report

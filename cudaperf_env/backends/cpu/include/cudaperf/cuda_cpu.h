@@ -1,5 +1,8 @@
 // The CUDA-on-CPU runtime: force-included into every submission (docs/cpu-backend.md, section 2).
-#pragma once
+// A classic include guard rather than #pragma once: a precompiled copy of this header must
+// also stop later `#include <cuda_runtime.h>` (shim -> this file) from being read again.
+#ifndef CUDAPERF_CUDA_CPU_H_
+#define CUDAPERF_CUDA_CPU_H_
 
 #include <cudaperf/config.h>
 #include <cudaperf/vector_types.h>
@@ -25,3 +28,5 @@
 // Last: some system headers test __CUDACC__ and must see the plain host compiler. __NVCC__
 // stays undefined: code under it tends to use nvcc-only pragmas and builtins.
 #define __CUDACC__ 1
+
+#endif  // CUDAPERF_CUDA_CPU_H_
