@@ -19,9 +19,11 @@ import numpy as np
 from cudaperf_env.backends.base import Backend
 from cudaperf_env.backends.cache import scratch_dir
 from cudaperf_env.backends.compile_check import DEFAULT_ARCH, KernelResources, compile_check
+from cudaperf_env.backends.cuda.timing import Timing
 from cudaperf_env.backends.execute import CallResult, Job
 from cudaperf_env.backends.harness import wrap
 from cudaperf_env.backends.reference import ReferenceOutputs
+from cudaperf_env.backends.sandbox import Crash
 from cudaperf_env.compare import Comparison, compare, unchanged
 from cudaperf_env.source import extract_code, screen
 from cudaperf_env.tasks.inputs import make_inputs
@@ -78,9 +80,17 @@ class Evaluation:
     configs: tuple[ConfigOutcome, ...] = ()
     stdout: str = ""
     speedup: float = math.nan
+    speedup_lcb: float = math.nan
     runtime_ms: float = math.nan
     baseline_ms: float = math.nan
+    timing_flags: tuple[str, ...] = ()
+    device: Mapping[str, object] = field(default_factory=dict)
     seconds: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def credited_speedup(self) -> float:
+        """The speedup the reward may use: NaN when unmeasured or when timing was flagged."""
+        return math.nan if self.timing_flags else self.speedup
 
 
 @dataclass(frozen=True)
@@ -171,9 +181,17 @@ class Evaluator:
                 t_run = time.perf_counter()
                 runs = self.backend.run(build, task, jobs, workdir, worker)
                 seconds["run"] = time.perf_counter() - t_run
+                outcomes = judge(task, jobs, runs, want)
+                all_ok = len(outcomes) == len(jobs) and all(o.status == "ok" for o in outcomes)
+                if self.backend.measures_time and all_ok:
+                    t_time = time.perf_counter()
+                    result = _with_timing(result, self.backend.time(task, build, seed, workdir, worker))
+                    seconds["timing"] = time.perf_counter() - t_time
+                    if result.status:
+                        seconds["total"] = time.perf_counter() - started
+                        return result
             finally:
                 worker.kill()
-        outcomes = judge(task, jobs, runs, want)
         failed = [o for o in outcomes if o.status != "ok"]
         seconds["total"] = time.perf_counter() - started
         return replace(
@@ -185,6 +203,26 @@ class Evaluator:
             configs=tuple(outcomes),
             stdout=next((r.stdout for r in reversed(runs) if r.stdout), ""),
         )
+
+
+def _with_timing(result: Evaluation, timing: Timing | Crash) -> Evaluation:
+    """Fold a timing outcome into the evaluation; a non-empty status means the step failed there."""
+    if isinstance(timing, Crash):
+        status = "timeout" if timing.kind == "timeout" else "runtime_error"
+        return replace(result, status=status, message=f"while timing: {timing.message}", compiled=True)
+    e = timing.estimate
+    result = replace(
+        result,
+        speedup=e.speedup,
+        speedup_lcb=e.speedup_lcb,
+        runtime_ms=e.candidate_ms,
+        baseline_ms=e.baseline_ms,
+        timing_flags=timing.flags,
+        device=timing.device,
+    )
+    if timing.mismatch:
+        return replace(result, status="wrong_answer", message=timing.mismatch, compiled=True)
+    return result
 
 
 def judge(

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from cudaperf_env.backends.cuda.timing import Timing
 from cudaperf_env.backends.execute import CallResult, Job
-from cudaperf_env.backends.sandbox import WorkerProcess
+from cudaperf_env.backends.sandbox import Crash, WorkerProcess
 from cudaperf_env.tasks.schema import Task
 
 
@@ -67,4 +68,8 @@ class Backend(Protocol):
         self, build: Build, task: Task, jobs: Sequence[Job], workdir: Path, worker: WorkerProcess | None = None
     ) -> list[CallResult]:
         """Run the build on each job in one worker; stop at the first failure."""
+        ...
+
+    def time(self, task: Task, candidate: Build, seed: int, workdir: Path, worker: WorkerProcess) -> Timing | Crash:
+        """Time a correct candidate against the task's baseline (only if ``measures_time``)."""
         ...

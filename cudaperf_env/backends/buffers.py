@@ -103,10 +103,11 @@ class BufferFile:
     def request_args(self, task: Task, config: Config) -> list[dict]:
         """The ``args`` list of a worker ``call`` request."""
         offsets = {s.arg.name: s.offset for s in self.slots}
+        sizes = {s.arg.name: s.nbytes for s in self.slots}
         args: list[dict[str, object]] = []
         for arg in task.args:
             if arg.is_buffer:
-                args.append({"ptr": offsets[arg.name]})
+                args.append({"ptr": offsets[arg.name], "bytes": sizes[arg.name]})
             else:
                 args.append({"scalar": arg.dtype.name, "value": arg.scalar_value(config)})
         return args

@@ -59,38 +59,56 @@ def run_jobs(
 
     Args:
         worker: An already started worker to use (pre-warmed while compiling); a fresh
-            one otherwise. It is killed at the end either way.
+            one otherwise (then killed at the end; a given worker is the caller's to kill).
     """
-    results: list[CallResult] = []
-    with worker or WorkerProcess(workdir) as proc:
-        load = {"op": "load", "lib": str(library), "threads": threads,
+    proc = worker or WorkerProcess(workdir)
+    try:
+        load = {"op": "load", "lib": str(library), "name": "candidate", "threads": threads,
                 "deterministic": deterministic, "memory_bytes": memory_bytes}  # fmt: skip
         reply = proc.request(load, timeout_s)
         if isinstance(reply, Crash) or not reply.get("ok"):
             return [_failure(reply, proc)]
-        for index, job in enumerate(jobs):
-            buffers = BufferFile(workdir / f"buffers-{index}.bin", task, job.config, job.inputs)
-            try:
-                call = {"op": "call", "file": str(buffers.path), "size": buffers.size,
-                        "guards": list(buffers.guards), "args": buffers.request_args(task, job.config)}  # fmt: skip
-                reply = proc.request(call, timeout_s)
-                if isinstance(reply, Crash) or not reply.get("ok"):
-                    results.append(_failure(reply, proc))
-                    break
-                result = CallResult(
-                    status="ok" if reply["code"] == 0 else "runtime_error",
-                    message="" if reply["code"] == 0 else f"CUDA error {reply['error']}",
-                    buffers=buffers.snapshot(),
-                    overruns=tuple(buffers.overruns()),
-                    seconds=float(reply["seconds"]),
-                    stdout=proc.stdout_text(),
-                )
-                results.append(result)
-                if result.status != "ok":
-                    break
-            finally:
-                buffers.close()
+        return _call_each(proc, task, jobs, workdir, timeout_s)
+    finally:
+        if worker is None:
+            proc.kill()
+
+
+def _call_each(
+    proc: WorkerProcess, task: Task, jobs: Sequence[Job], workdir: Path, timeout_s: float
+) -> list[CallResult]:
+    results: list[CallResult] = []
+    for index, job in enumerate(jobs):
+        result = call_once(proc, task, job, workdir / f"buffers-{index}.bin", timeout_s)
+        results.append(result)
+        if result.status != "ok":
+            break
     return results
+
+
+def call_once(
+    proc: WorkerProcess, task: Task, job: Job, path: Path, timeout_s: float, lib: str = "candidate"
+) -> CallResult:
+    """One call of the loaded library ``lib`` on ``job``'s inputs, in a fresh buffer file."""
+    buffers = BufferFile(path, task, job.config, job.inputs)
+    try:
+        call = {"op": "call", "lib": lib, "file": str(buffers.path), "size": buffers.size,
+                "guards": list(buffers.guards), "args": buffers.request_args(task, job.config)}  # fmt: skip
+        reply = proc.request(call, timeout_s)
+        if isinstance(reply, Crash) or not reply.get("ok"):
+            return _failure(reply, proc)
+        device_overruns = [task.args[i].name for i in reply.get("overrun_args", [])]
+        ok = reply["code"] == 0
+        return CallResult(
+            status="ok" if ok else "runtime_error",
+            message="" if ok else f"CUDA error {reply['error']}",
+            buffers=buffers.snapshot(),
+            overruns=tuple(dict.fromkeys(buffers.overruns() + device_overruns)),
+            seconds=float(reply["seconds"]),
+            stdout=proc.stdout_text(),
+        )
+    finally:
+        buffers.close()
 
 
 def _failure(reply: dict | Crash, proc: WorkerProcess) -> CallResult:

@@ -46,13 +46,15 @@ class WorkerProcess:
     Use as a context manager; the process group is killed on exit whatever happened.
     """
 
-    def __init__(self, workdir: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(self, workdir: Path, env: dict[str, str] | None = None, script: Path = WORKER_SCRIPT) -> None:
         self.workdir = workdir
+        self._unanswered = 0
+        self.early_replies: list[dict[str, Any]] = []  # replies to send(), in order
         read_fd, write_fd = os.pipe()
         self._stdout = open(workdir / "worker.stdout", "wb")  # noqa: SIM115 - lives with the process
         self._stderr = open(workdir / "worker.stderr", "wb")  # noqa: SIM115
         self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", str(WORKER_SCRIPT), str(write_fd)],
+            [sys.executable, "-I", "-S", str(script), str(write_fd)],
             stdin=subprocess.PIPE,
             stdout=self._stdout,
             stderr=self._stderr,
@@ -72,14 +74,36 @@ class WorkerProcess:
     def __exit__(self, *exc: object) -> None:
         self.kill()
 
+    def send(self, message: dict[str, Any]) -> None:
+        """Send a request without waiting (e.g. to create a CUDA context while compiling).
+
+        Its reply is read by the next :meth:`request`, which fails if that reply does.
+        """
+        self._unanswered += 1
+        self._write(message)
+
     def request(self, message: dict[str, Any], timeout_s: float) -> dict[str, Any] | Crash:
         """Send one request; the reply, or a :class:`Crash` if the worker died or timed out."""
+        if not self._write(message):
+            return self._crash()
+        while self._unanswered:
+            self._unanswered -= 1
+            earlier = self._receive(timeout_s)
+            if isinstance(earlier, Crash) or not earlier.get("ok"):
+                return earlier
+            self.early_replies.append(earlier)
+        return self._receive(timeout_s)
+
+    def _write(self, message: dict[str, Any]) -> bool:
         try:
             assert self.proc.stdin is not None
             self.proc.stdin.write((json.dumps(message) + "\n").encode())
             self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            return self._crash()
+            return True
+        except (BrokenPipeError, OSError, ValueError):
+            return False
+
+    def _receive(self, timeout_s: float) -> dict[str, Any] | Crash:
         deadline = time.monotonic() + timeout_s
         while b"\n" not in self._pending:
             left = deadline - time.monotonic()

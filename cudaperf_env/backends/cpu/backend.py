@@ -10,9 +10,10 @@ from pathlib import Path
 from cudaperf_env.backends.base import Build, Unsupported
 from cudaperf_env.backends.cpu.compiler import build_cpu
 from cudaperf_env.backends.cpu.prepass import prepass
+from cudaperf_env.backends.cuda.timing import Timing
 from cudaperf_env.backends.execute import CallResult, Job, run_jobs
 from cudaperf_env.backends.harness import wrap
-from cudaperf_env.backends.sandbox import WorkerProcess
+from cudaperf_env.backends.sandbox import Crash, WorkerProcess
 from cudaperf_env.tasks.schema import Task
 
 
@@ -44,6 +45,9 @@ class CpuBackend:
 
     def start_worker(self, workdir: Path) -> WorkerProcess:
         return WorkerProcess(workdir)
+
+    def time(self, task: Task, candidate: Build, seed: int, workdir: Path, worker: WorkerProcess) -> Timing | Crash:
+        raise NotImplementedError("the cpu backend measures no time (measures_time is False)")
 
     def run(
         self, build: Build, task: Task, jobs: Sequence[Job], workdir: Path, worker: WorkerProcess | None = None

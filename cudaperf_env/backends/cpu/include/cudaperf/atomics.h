@@ -7,35 +7,38 @@ namespace detail {
 // Blocks run concurrently on several OS threads, so every atomic is a real one.
 constexpr int kOrder = __ATOMIC_SEQ_CST;
 
-// Compare-and-swap loop applying `op` to values stored as the same-sized integer `Bits`.
-template <class T, class Bits, class Op>
-inline T atomic_update(T* address, Op op) {
-  static_assert(sizeof(T) == sizeof(Bits), "bit-size mismatch");
-  Bits* p = reinterpret_cast<Bits*>(address);
-  Bits old = __atomic_load_n(p, __ATOMIC_RELAXED);
-  for (;;) {
-    T current;
-    std::memcpy(&current, &old, sizeof(T));
-    T next = op(current);
-    Bits next_bits;
-    std::memcpy(&next_bits, &next, sizeof(T));
-    if (__atomic_compare_exchange_n(p, &old, next_bits, true, kOrder, __ATOMIC_RELAXED)) {
-      return current;
-    }
-  }
-}
-
-template <class T>
-inline T atomic_cas(T* address, T compare, T value) {
-  T expected = compare;
-  if (!__atomic_compare_exchange_n(address, &expected, value, false, kOrder, kOrder)) {
-    yield_fiber();  // a spin lock whose holder is another fiber of this block must let it run
-  }
-  return expected;
-}
+// Called when an atomicCAS fails: a spin lock whose holder is another fiber of this block must
+// let it run.
+inline void on_cas_failure() { yield_fiber(); }
 
 }  // namespace detail
 }  // namespace cudaperf
+
+// A compare-and-swap loop on the bits of *address: `old` is the current value, NEXT the value
+// to store; returns the old value. A macro, not a template: templates used by these inline
+// functions would be instantiated in every submission.
+#define CUDAPERF_CAS_LOOP(T, BITS, address, NEXT)                                                 \
+  BITS* bits_ = reinterpret_cast<BITS*>(address);                                                 \
+  BITS old_bits = __atomic_load_n(bits_, __ATOMIC_RELAXED);                                       \
+  for (;;) {                                                                                      \
+    T old;                                                                                        \
+    std::memcpy(&old, &old_bits, sizeof(T));                                                      \
+    T next = (NEXT);                                                                              \
+    BITS next_bits;                                                                               \
+    std::memcpy(&next_bits, &next, sizeof(T));                                                    \
+    if (__atomic_compare_exchange_n(bits_, &old_bits, next_bits, true, ::cudaperf::detail::kOrder, \
+                                    __ATOMIC_RELAXED)) {                                          \
+      return old;                                                                                 \
+    }                                                                                             \
+  }
+
+#define CUDAPERF_CAS(T, a, compare, v)                                                            \
+  T expected = compare;                                                                           \
+  if (!__atomic_compare_exchange_n(a, &expected, v, false, ::cudaperf::detail::kOrder,           \
+                                   ::cudaperf::detail::kOrder)) {                                 \
+    ::cudaperf::detail::on_cas_failure();                                                         \
+  }                                                                                               \
+  return expected;
 
 #define CUDAPERF_INTEGER_ATOMICS(T)                                                               \
   inline T atomicAdd(T* a, T v) { return __atomic_fetch_add(a, v, ::cudaperf::detail::kOrder); } \
@@ -44,13 +47,9 @@ inline T atomic_cas(T* address, T compare, T value) {
   inline T atomicAnd(T* a, T v) { return __atomic_fetch_and(a, v, ::cudaperf::detail::kOrder); } \
   inline T atomicOr(T* a, T v) { return __atomic_fetch_or(a, v, ::cudaperf::detail::kOrder); }   \
   inline T atomicXor(T* a, T v) { return __atomic_fetch_xor(a, v, ::cudaperf::detail::kOrder); } \
-  inline T atomicMin(T* a, T v) {                                                                 \
-    return ::cudaperf::detail::atomic_update<T, T>(a, [v](T x) { return v < x ? v : x; });       \
-  }                                                                                               \
-  inline T atomicMax(T* a, T v) {                                                                 \
-    return ::cudaperf::detail::atomic_update<T, T>(a, [v](T x) { return v > x ? v : x; });       \
-  }                                                                                               \
-  inline T atomicCAS(T* a, T compare, T v) { return ::cudaperf::detail::atomic_cas(a, compare, v); }
+  inline T atomicMin(T* a, T v) { CUDAPERF_CAS_LOOP(T, T, a, v < old ? v : old) }                  \
+  inline T atomicMax(T* a, T v) { CUDAPERF_CAS_LOOP(T, T, a, v > old ? v : old) }                  \
+  inline T atomicCAS(T* a, T compare, T v) { CUDAPERF_CAS(T, a, compare, v) }
 
 CUDAPERF_INTEGER_ATOMICS(int)
 CUDAPERF_INTEGER_ATOMICS(unsigned int)
@@ -59,25 +58,19 @@ CUDAPERF_INTEGER_ATOMICS(long long)
 #undef CUDAPERF_INTEGER_ATOMICS
 
 inline unsigned short atomicCAS(unsigned short* a, unsigned short compare, unsigned short v) {
-  return ::cudaperf::detail::atomic_cas(a, compare, v);
+  CUDAPERF_CAS(unsigned short, a, compare, v)
 }
 
 // ((old >= limit) ? 0 : old + 1) and (((old == 0) || (old > limit)) ? limit : old - 1).
 inline unsigned atomicInc(unsigned* a, unsigned limit) {
-  return ::cudaperf::detail::atomic_update<unsigned, unsigned>(
-      a, [limit](unsigned x) { return x >= limit ? 0u : x + 1u; });
+  CUDAPERF_CAS_LOOP(unsigned, unsigned, a, old >= limit ? 0u : old + 1u)
 }
 inline unsigned atomicDec(unsigned* a, unsigned limit) {
-  return ::cudaperf::detail::atomic_update<unsigned, unsigned>(
-      a, [limit](unsigned x) { return (x == 0 || x > limit) ? limit : x - 1u; });
+  CUDAPERF_CAS_LOOP(unsigned, unsigned, a, (old == 0 || old > limit) ? limit : old - 1u)
 }
 
-inline float atomicAdd(float* a, float v) {
-  return ::cudaperf::detail::atomic_update<float, uint32_t>(a, [v](float x) { return x + v; });
-}
-inline double atomicAdd(double* a, double v) {
-  return ::cudaperf::detail::atomic_update<double, uint64_t>(a, [v](double x) { return x + v; });
-}
+inline float atomicAdd(float* a, float v) { CUDAPERF_CAS_LOOP(float, uint32_t, a, old + v) }
+inline double atomicAdd(double* a, double v) { CUDAPERF_CAS_LOOP(double, uint64_t, a, old + v) }
 inline float atomicExch(float* a, float v) {
   uint32_t bits;
   std::memcpy(&bits, &v, 4);
@@ -86,18 +79,10 @@ inline float atomicExch(float* a, float v) {
   std::memcpy(&r, &old, 4);
   return r;
 }
-inline float atomicMin(float* a, float v) {
-  return ::cudaperf::detail::atomic_update<float, uint32_t>(a, [v](float x) { return std::fmin(x, v); });
-}
-inline float atomicMax(float* a, float v) {
-  return ::cudaperf::detail::atomic_update<float, uint32_t>(a, [v](float x) { return std::fmax(x, v); });
-}
-inline double atomicMin(double* a, double v) {
-  return ::cudaperf::detail::atomic_update<double, uint64_t>(a, [v](double x) { return std::fmin(x, v); });
-}
-inline double atomicMax(double* a, double v) {
-  return ::cudaperf::detail::atomic_update<double, uint64_t>(a, [v](double x) { return std::fmax(x, v); });
-}
+inline float atomicMin(float* a, float v) { CUDAPERF_CAS_LOOP(float, uint32_t, a, std::fmin(old, v)) }
+inline float atomicMax(float* a, float v) { CUDAPERF_CAS_LOOP(float, uint32_t, a, std::fmax(old, v)) }
+inline double atomicMin(double* a, double v) { CUDAPERF_CAS_LOOP(double, uint64_t, a, std::fmin(old, v)) }
+inline double atomicMax(double* a, double v) { CUDAPERF_CAS_LOOP(double, uint64_t, a, std::fmax(old, v)) }
 
 // sm_90 vector atomics: each component is atomic on its own.
 inline float2 atomicAdd(float2* a, float2 v) {

@@ -124,7 +124,7 @@ inline void suspend(Worker& w, Fiber& f) {
   }
 }
 
-[[noreturn]] inline void not_in_fiber_mode(const char* what, int line) {
+[[noreturn]] CUDAPERF_COLD inline void not_in_fiber_mode(const char* what, int line) {
   Worker* w = tls_worker;
   Line m;
   if (w == nullptr || w->kernel == nullptr) {
@@ -413,7 +413,7 @@ inline unsigned active_mask(int line) {
   return static_cast<unsigned>(f.out);
 }
 
-inline bool resolve_activemask(Worker& w) {
+CUDAPERF_COLD inline bool resolve_activemask(Worker& w) {
   if (w.activemask_waiters == 0) return false;
   for (unsigned base = 0; base < w.nthreads; base += 32) {
     unsigned end = std::min(base + 32, w.nthreads);
@@ -483,7 +483,7 @@ inline void thread_exit(Worker& w) {
   }
 }
 
-[[noreturn]] inline void report_deadlock(Worker& w) {
+[[noreturn]] CUDAPERF_COLD inline void report_deadlock(Worker& w) {
   struct Site {
     const char* what;
     int line;

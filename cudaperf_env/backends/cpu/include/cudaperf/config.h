@@ -91,6 +91,10 @@
 // keeps `static __shared__` legal: at block scope thread_local already implies static.
 #define __shared__ thread_local
 
+// Error reporting and set-up code: compiled small (optimized for size, never inlined), which
+// keeps the per-file compile time of every submission down.
+#define CUDAPERF_COLD __attribute__((cold, noinline))
+
 namespace cudaperf {
 namespace detail {
 

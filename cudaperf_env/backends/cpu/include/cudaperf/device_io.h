@@ -20,7 +20,7 @@ inline bool in_kernel() { return tls_worker != nullptr && tls_worker->kernel != 
 
 // One write(2) per call under a lock, so lines of different threads never interleave; written
 // straight to fd 1 so nothing is lost when a later fatal error calls _exit.
-inline int device_vprintf(const char* fmt, va_list args) {
+CUDAPERF_COLD inline int device_vprintf(const char* fmt, va_list args) {
   char small[512];
   va_list copy;
   va_copy(copy, args);

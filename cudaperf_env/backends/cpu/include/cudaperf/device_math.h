@@ -91,31 +91,26 @@ inline double cyl_bessel_i1(double x) {
   return x < 0 ? -v : v;
 }
 
-// Directed rounding: the operation runs with the FPU in that mode. The asm statements keep
-// the compiler from folding or moving the arithmetic out of the window.
-template <class F>
-inline auto with_rounding(int mode, F op) {
-  int saved = fegetround();
-  fesetround(mode);
-  __asm__ volatile("" ::: "memory");
-  auto r = op();
-  __asm__ volatile("" : "+m"(r)::"memory");
-  fesetround(saved);
-  return r;
-}
-template <class T>
-inline T opaque(T v) {
-  __asm__ volatile("" : "+m"(v));
-  return v;
-}
+// Hides a value from the optimizer (no constant folding across a rounding-mode change).
+// Overloads, not a template: templates used here would be instantiated in every submission.
+inline float opaque(float v) { __asm__ volatile("" : "+m"(v)); return v; }
+inline double opaque(double v) { __asm__ volatile("" : "+m"(v)); return v; }
+inline int opaque(int v) { __asm__ volatile("" : "+m"(v)); return v; }
+inline unsigned opaque(unsigned v) { __asm__ volatile("" : "+m"(v)); return v; }
+inline long long opaque(long long v) { __asm__ volatile("" : "+m"(v)); return v; }
+inline unsigned long long opaque(unsigned long long v) { __asm__ volatile("" : "+m"(v)); return v; }
 
-// CUDA's saturating float->int conversions: NaN gives 0, out-of-range values clamp.
-template <class I, class F>
-inline I saturate_to(F v) {
+// CUDA's saturating conversions of an integral-valued v: NaN gives 0, out-of-range values clamp.
+inline long long clamp_signed(double v, long long lo, long long hi) {
   if (std::isnan(v)) return 0;
-  if (v <= static_cast<F>(std::numeric_limits<I>::min())) return std::numeric_limits<I>::min();
-  if (v >= static_cast<F>(std::numeric_limits<I>::max())) return std::numeric_limits<I>::max();
-  return static_cast<I>(v);
+  if (v <= static_cast<double>(lo)) return lo;
+  if (v >= static_cast<double>(hi)) return hi;
+  return static_cast<long long>(v);
+}
+inline unsigned long long clamp_unsigned(double v, unsigned long long hi) {
+  if (std::isnan(v) || v <= 0.0) return 0;
+  if (v >= static_cast<double>(hi)) return hi;
+  return static_cast<unsigned long long>(v);
 }
 
 }  // namespace math
@@ -211,75 +206,87 @@ inline float __fdividef(float x, float y) { return x / y; }
 inline float __saturatef(float x) { return x >= 1.0f ? 1.0f : (x > 0.0f ? x : 0.0f); }
 inline float __frsqrt_rn(float x) { return static_cast<float>(1.0 / std::sqrt(static_cast<double>(x))); }
 
+// Evaluates `expr` with the FPU in rounding mode `mode` and returns it. The empty asm statements
+// pin the arithmetic between the two mode switches.
+#define CUDAPERF_IN_MODE(T, mode, expr)           \
+  int saved_mode = fegetround();                  \
+  fesetround(mode);                               \
+  __asm__ volatile("" ::: "memory");              \
+  T result = (expr);                              \
+  __asm__ volatile("" : "+m"(result)::"memory");  \
+  fesetround(saved_mode);                         \
+  return result;
+
 #define CUDAPERF_ROUNDED(suffix, mode)                                                              \
   inline float __fadd_##suffix(float a, float b) {                                                  \
-    return ::cudaperf::math::with_rounding(mode, [&] { return ::cudaperf::math::opaque(a) + b; });  \
+    CUDAPERF_IN_MODE(float, mode, ::cudaperf::math::opaque(a) + b)                                 \
   }                                                                                                 \
   inline float __fsub_##suffix(float a, float b) {                                                  \
-    return ::cudaperf::math::with_rounding(mode, [&] { return ::cudaperf::math::opaque(a) - b; });  \
+    CUDAPERF_IN_MODE(float, mode, ::cudaperf::math::opaque(a) - b)                                 \
   }                                                                                                 \
   inline float __fmul_##suffix(float a, float b) {                                                  \
-    return ::cudaperf::math::with_rounding(mode, [&] { return ::cudaperf::math::opaque(a) * b; });  \
+    CUDAPERF_IN_MODE(float, mode, ::cudaperf::math::opaque(a) * b)                                 \
   }                                                                                                 \
   inline float __fdiv_##suffix(float a, float b) {                                                  \
-    return ::cudaperf::math::with_rounding(mode, [&] { return ::cudaperf::math::opaque(a) / b; });  \
+    CUDAPERF_IN_MODE(float, mode, ::cudaperf::math::opaque(a) / b)                                 \
   }                                                                                                 \
   inline float __frcp_##suffix(float a) {                                                           \
-    return ::cudaperf::math::with_rounding(mode, [&] { return 1.0f / ::cudaperf::math::opaque(a); }); \
+    CUDAPERF_IN_MODE(float, mode, 1.0f / ::cudaperf::math::opaque(a))                              \
   }                                                                                                 \
   inline float __fsqrt_##suffix(float a) {                                                          \
-    return ::cudaperf::math::with_rounding(mode, [&] { return std::sqrt(::cudaperf::math::opaque(a)); }); \
+    CUDAPERF_IN_MODE(float, mode, std::sqrt(::cudaperf::math::opaque(a)))                          \
   }                                                                                                 \
   inline float __fmaf_##suffix(float a, float b, float c) {                                         \
-    return ::cudaperf::math::with_rounding(mode, [&] { return std::fma(::cudaperf::math::opaque(a), b, c); }); \
+    CUDAPERF_IN_MODE(float, mode, std::fma(::cudaperf::math::opaque(a), b, c))                     \
   }                                                                                                 \
   inline float __fmaf_ieee_##suffix(float a, float b, float c) { return __fmaf_##suffix(a, b, c); } \
   inline double __dadd_##suffix(double a, double b) {                                               \
-    return ::cudaperf::math::with_rounding(mode, [&] { return ::cudaperf::math::opaque(a) + b; });  \
+    CUDAPERF_IN_MODE(double, mode, ::cudaperf::math::opaque(a) + b)                                \
   }                                                                                                 \
   inline double __dsub_##suffix(double a, double b) {                                               \
-    return ::cudaperf::math::with_rounding(mode, [&] { return ::cudaperf::math::opaque(a) - b; });  \
+    CUDAPERF_IN_MODE(double, mode, ::cudaperf::math::opaque(a) - b)                                \
   }                                                                                                 \
   inline double __dmul_##suffix(double a, double b) {                                               \
-    return ::cudaperf::math::with_rounding(mode, [&] { return ::cudaperf::math::opaque(a) * b; });  \
+    CUDAPERF_IN_MODE(double, mode, ::cudaperf::math::opaque(a) * b)                                \
   }                                                                                                 \
   inline double __ddiv_##suffix(double a, double b) {                                               \
-    return ::cudaperf::math::with_rounding(mode, [&] { return ::cudaperf::math::opaque(a) / b; });  \
+    CUDAPERF_IN_MODE(double, mode, ::cudaperf::math::opaque(a) / b)                                \
   }                                                                                                 \
   inline double __drcp_##suffix(double a) {                                                         \
-    return ::cudaperf::math::with_rounding(mode, [&] { return 1.0 / ::cudaperf::math::opaque(a); }); \
+    CUDAPERF_IN_MODE(double, mode, 1.0 / ::cudaperf::math::opaque(a))                              \
   }                                                                                                 \
   inline double __dsqrt_##suffix(double a) {                                                        \
-    return ::cudaperf::math::with_rounding(mode, [&] { return std::sqrt(::cudaperf::math::opaque(a)); }); \
+    CUDAPERF_IN_MODE(double, mode, std::sqrt(::cudaperf::math::opaque(a)))                         \
   }                                                                                                 \
   inline double __fma_##suffix(double a, double b, double c) {                                      \
-    return ::cudaperf::math::with_rounding(mode, [&] { return std::fma(::cudaperf::math::opaque(a), b, c); }); \
+    CUDAPERF_IN_MODE(double, mode, std::fma(::cudaperf::math::opaque(a), b, c))                    \
   }                                                                                                 \
   inline float __int2float_##suffix(int v) {                                                        \
-    return ::cudaperf::math::with_rounding(mode, [&] { return static_cast<float>(::cudaperf::math::opaque(v)); }); \
+    CUDAPERF_IN_MODE(float, mode, static_cast<float>(::cudaperf::math::opaque(v)))                 \
   }                                                                                                 \
   inline float __uint2float_##suffix(unsigned v) {                                                  \
-    return ::cudaperf::math::with_rounding(mode, [&] { return static_cast<float>(::cudaperf::math::opaque(v)); }); \
+    CUDAPERF_IN_MODE(float, mode, static_cast<float>(::cudaperf::math::opaque(v)))                 \
   }                                                                                                 \
   inline float __ll2float_##suffix(long long v) {                                                   \
-    return ::cudaperf::math::with_rounding(mode, [&] { return static_cast<float>(::cudaperf::math::opaque(v)); }); \
+    CUDAPERF_IN_MODE(float, mode, static_cast<float>(::cudaperf::math::opaque(v)))                 \
   }                                                                                                 \
   inline float __ull2float_##suffix(unsigned long long v) {                                         \
-    return ::cudaperf::math::with_rounding(mode, [&] { return static_cast<float>(::cudaperf::math::opaque(v)); }); \
+    CUDAPERF_IN_MODE(float, mode, static_cast<float>(::cudaperf::math::opaque(v)))                 \
   }                                                                                                 \
   inline double __ll2double_##suffix(long long v) {                                                 \
-    return ::cudaperf::math::with_rounding(mode, [&] { return static_cast<double>(::cudaperf::math::opaque(v)); }); \
+    CUDAPERF_IN_MODE(double, mode, static_cast<double>(::cudaperf::math::opaque(v)))               \
   }                                                                                                 \
   inline double __ull2double_##suffix(unsigned long long v) {                                       \
-    return ::cudaperf::math::with_rounding(mode, [&] { return static_cast<double>(::cudaperf::math::opaque(v)); }); \
+    CUDAPERF_IN_MODE(double, mode, static_cast<double>(::cudaperf::math::opaque(v)))               \
   }                                                                                                 \
   inline float __double2float_##suffix(double v) {                                                  \
-    return ::cudaperf::math::with_rounding(mode, [&] { return static_cast<float>(::cudaperf::math::opaque(v)); }); \
+    CUDAPERF_IN_MODE(float, mode, static_cast<float>(::cudaperf::math::opaque(v)))                 \
   }
 CUDAPERF_ROUNDED(rz, FE_TOWARDZERO)
 CUDAPERF_ROUNDED(ru, FE_UPWARD)
 CUDAPERF_ROUNDED(rd, FE_DOWNWARD)
 #undef CUDAPERF_ROUNDED
+#undef CUDAPERF_IN_MODE
 
 // Round-to-nearest is the FPU's mode already. Baseline x86-64 has no FMA instruction, so g++
 // never contracts these into one (CUDA promises that for the _rn intrinsics).
@@ -310,20 +317,28 @@ inline double __int2double_rn(int v) { return v; }
 inline double __uint2double_rn(unsigned v) { return v; }
 
 // Float/double -> integer: rn is round-half-even, all saturate like the hardware.
-#define CUDAPERF_TO_INT(F, fname, I, iname)                                                       \
-  inline I __##fname##2##iname##_rn(F v) { return ::cudaperf::math::saturate_to<I>(std::nearbyint(v)); } \
-  inline I __##fname##2##iname##_rz(F v) { return ::cudaperf::math::saturate_to<I>(std::trunc(v)); } \
-  inline I __##fname##2##iname##_ru(F v) { return ::cudaperf::math::saturate_to<I>(std::ceil(v)); } \
-  inline I __##fname##2##iname##_rd(F v) { return ::cudaperf::math::saturate_to<I>(std::floor(v)); }
-CUDAPERF_TO_INT(float, float, int, int)
-CUDAPERF_TO_INT(float, float, unsigned, uint)
-CUDAPERF_TO_INT(float, float, long long, ll)
-CUDAPERF_TO_INT(float, float, unsigned long long, ull)
-CUDAPERF_TO_INT(double, double, int, int)
-CUDAPERF_TO_INT(double, double, unsigned, uint)
-CUDAPERF_TO_INT(double, double, long long, ll)
-CUDAPERF_TO_INT(double, double, unsigned long long, ull)
+#define CUDAPERF_TO_INT(F, fname, I, iname, CLAMP)                                                 \
+  inline I __##fname##2##iname##_rn(F v) { return static_cast<I>(CLAMP(std::nearbyint(v))); }     \
+  inline I __##fname##2##iname##_rz(F v) { return static_cast<I>(CLAMP(std::trunc(v))); }         \
+  inline I __##fname##2##iname##_ru(F v) { return static_cast<I>(CLAMP(std::ceil(v))); }          \
+  inline I __##fname##2##iname##_rd(F v) { return static_cast<I>(CLAMP(std::floor(v))); }
+#define CUDAPERF_CLAMP_INT(v) ::cudaperf::math::clamp_signed(v, INT_MIN, INT_MAX)
+#define CUDAPERF_CLAMP_UINT(v) ::cudaperf::math::clamp_unsigned(v, UINT_MAX)
+#define CUDAPERF_CLAMP_LL(v) ::cudaperf::math::clamp_signed(v, LLONG_MIN, LLONG_MAX)
+#define CUDAPERF_CLAMP_ULL(v) ::cudaperf::math::clamp_unsigned(v, ULLONG_MAX)
+CUDAPERF_TO_INT(float, float, int, int, CUDAPERF_CLAMP_INT)
+CUDAPERF_TO_INT(float, float, unsigned, uint, CUDAPERF_CLAMP_UINT)
+CUDAPERF_TO_INT(float, float, long long, ll, CUDAPERF_CLAMP_LL)
+CUDAPERF_TO_INT(float, float, unsigned long long, ull, CUDAPERF_CLAMP_ULL)
+CUDAPERF_TO_INT(double, double, int, int, CUDAPERF_CLAMP_INT)
+CUDAPERF_TO_INT(double, double, unsigned, uint, CUDAPERF_CLAMP_UINT)
+CUDAPERF_TO_INT(double, double, long long, ll, CUDAPERF_CLAMP_LL)
+CUDAPERF_TO_INT(double, double, unsigned long long, ull, CUDAPERF_CLAMP_ULL)
 #undef CUDAPERF_TO_INT
+#undef CUDAPERF_CLAMP_INT
+#undef CUDAPERF_CLAMP_UINT
+#undef CUDAPERF_CLAMP_LL
+#undef CUDAPERF_CLAMP_ULL
 
 // Bit reinterpretation.
 inline int __float_as_int(float x) { int r; std::memcpy(&r, &x, 4); return r; }

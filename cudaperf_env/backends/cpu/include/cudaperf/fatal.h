@@ -16,19 +16,19 @@ constexpr int kExitIllegalInstruction = 75;
 // (no malloc, no stdio, digits written by hand). Overlong text is cut, never overflowed.
 class Line {
  public:
-  Line& str(const char* s) {
+  CUDAPERF_COLD Line& str(const char* s) {
     if (s == nullptr) s = "(null)";
     while (*s != '\0' && n_ < kCap) buf_[n_++] = *s++;
     return *this;
   }
-  Line& num(long long v) {
+  CUDAPERF_COLD Line& num(long long v) {
     if (v < 0) {
       str("-");
       return unum(0ULL - static_cast<unsigned long long>(v));
     }
     return unum(static_cast<unsigned long long>(v));
   }
-  Line& unum(unsigned long long v) {
+  CUDAPERF_COLD Line& unum(unsigned long long v) {
     char digits[24];
     int k = 0;
     do {
@@ -38,7 +38,7 @@ class Line {
     while (k > 0 && n_ < kCap) buf_[n_++] = digits[--k];
     return *this;
   }
-  Line& hex(unsigned long long v) {
+  CUDAPERF_COLD Line& hex(unsigned long long v) {
     static const char kDigits[] = "0123456789abcdef";
     char digits[20];
     int k = 0;
@@ -50,7 +50,7 @@ class Line {
     while (k > 0 && n_ < kCap) buf_[n_++] = digits[--k];
     return *this;
   }
-  Line& triple(unsigned x, unsigned y, unsigned z) {
+  CUDAPERF_COLD Line& triple(unsigned x, unsigned y, unsigned z) {
     return str("(").unum(x).str(",").unum(y).str(",").unum(z).str(")");
   }
   const char* data() const { return buf_; }
@@ -75,7 +75,7 @@ inline void write_all(int fd, const char* p, size_t n) {
 // moment) wait to be killed by its _exit so that exactly one line is written.
 inline std::atomic<int> g_fatal_started{0};
 
-[[noreturn]] inline void fatal_exit(const char* kind, int code, const Line& message) {
+[[noreturn]] CUDAPERF_COLD inline void fatal_exit(const char* kind, int code, const Line& message) {
   if (g_fatal_started.exchange(1) != 0) {
     for (;;) ::pause();
   }
@@ -94,7 +94,7 @@ inline std::atomic<int> g_fatal_started{0};
 
 // For fatal errors outside signal handlers: host output printed before the failure is flushed
 // first (stdout is fully buffered when it is a pipe and _exit would drop it).
-[[noreturn]] inline void fatal_exit_flush(const char* kind, int code, const Line& message) {
+[[noreturn]] CUDAPERF_COLD inline void fatal_exit_flush(const char* kind, int code, const Line& message) {
   if (g_fatal_started.load() == 0) std::fflush(stdout);
   fatal_exit(kind, code, message);
 }

@@ -100,14 +100,20 @@ inline unsigned short to_bf16(long double v, int mode = kRN) {
   return float_to_bf16(float_round_to_odd(v), mode);
 }
 
-template <class I>
-inline I to_int(float v, int mode) {
+inline double rounded(float v, int mode) {
   switch (mode) {
-    case kRN: return ::cudaperf::math::saturate_to<I>(std::nearbyint(v));
-    case kRU: return ::cudaperf::math::saturate_to<I>(std::ceil(v));
-    case kRD: return ::cudaperf::math::saturate_to<I>(std::floor(v));
-    default: return ::cudaperf::math::saturate_to<I>(std::trunc(v));
+    case kRN: return std::nearbyint(v);
+    case kRU: return std::ceil(v);
+    case kRD: return std::floor(v);
+    default: return std::trunc(v);
   }
+}
+// Saturating conversions to integers (NaN gives 0), like the hardware's.
+inline long long to_signed(float v, int mode, long long lo, long long hi) {
+  return ::cudaperf::math::clamp_signed(rounded(v, mode), lo, hi);
+}
+inline unsigned long long to_unsigned(float v, int mode, unsigned long long hi) {
+  return ::cudaperf::math::clamp_unsigned(rounded(v, mode), hi);
 }
 
 }  // namespace fp16
@@ -127,7 +133,7 @@ struct __nv_bfloat162_raw {
 };
 
 // The same constructors and conversion operators as CUDA's, so overload resolution (and its
-// ambiguities, e.g. `h * 2.0f`) matches nvcc. Integer conversions truncate (mode 1 == kRZ).
+// ambiguities, e.g. `h * 2.0f`) matches nvcc. Integer conversions truncate and saturate.
 #define CUDAPERF_HALF_CLASS(H, RAW, TO16, FROM16, OTHER)                                         \
   struct alignas(2) H {                                                                           \
     unsigned short __x;                                                                           \
@@ -150,21 +156,25 @@ struct __nv_bfloat162_raw {
     }                                                                                             \
     operator RAW() const { return RAW{__x}; }                                                     \
     operator float() const { return value(); }                                                    \
-    operator signed char() const { return ::cudaperf::fp16::to_int<signed char>(value(), 1); }    \
-    operator unsigned char() const { return ::cudaperf::fp16::to_int<unsigned char>(value(), 1); } \
-    operator char() const { return ::cudaperf::fp16::to_int<char>(value(), 1); }                  \
-    operator short() const { return ::cudaperf::fp16::to_int<short>(value(), 1); }                \
-    operator unsigned short() const { return ::cudaperf::fp16::to_int<unsigned short>(value(), 1); } \
-    operator int() const { return ::cudaperf::fp16::to_int<int>(value(), 1); }                    \
-    operator unsigned int() const { return ::cudaperf::fp16::to_int<unsigned>(value(), 1); }      \
-    operator long() const { return ::cudaperf::fp16::to_int<long>(value(), 1); }                  \
-    operator unsigned long() const { return ::cudaperf::fp16::to_int<unsigned long>(value(), 1); } \
-    operator long long() const { return ::cudaperf::fp16::to_int<long long>(value(), 1); }        \
-    operator unsigned long long() const {                                                         \
-      return ::cudaperf::fp16::to_int<unsigned long long>(value(), 1);                            \
-    }                                                                                             \
+    operator signed char() const { return static_cast<signed char>(rz(SCHAR_MIN, SCHAR_MAX)); }   \
+    operator unsigned char() const { return static_cast<unsigned char>(rz(0, UCHAR_MAX)); }       \
+    operator char() const { return static_cast<char>(rz(CHAR_MIN, CHAR_MAX)); }                   \
+    operator short() const { return static_cast<short>(rz(SHRT_MIN, SHRT_MAX)); }                 \
+    operator unsigned short() const { return static_cast<unsigned short>(rz(0, USHRT_MAX)); }     \
+    operator int() const { return static_cast<int>(rz(INT_MIN, INT_MAX)); }                       \
+    operator unsigned int() const { return static_cast<unsigned>(rz_u(UINT_MAX)); }               \
+    operator long() const { return static_cast<long>(rz(LONG_MIN, LONG_MAX)); }                   \
+    operator unsigned long() const { return static_cast<unsigned long>(rz_u(ULONG_MAX)); }        \
+    operator long long() const { return rz(LLONG_MIN, LLONG_MAX); }                               \
+    operator unsigned long long() const { return rz_u(ULLONG_MAX); }                              \
     constexpr operator bool() const { return (__x & 0x7fffu) != 0; }                              \
     float value() const { return ::cudaperf::fp16::FROM16##_to_float(__x); }                      \
+    long long rz(long long lo, long long hi) const {                                              \
+      return ::cudaperf::fp16::to_signed(value(), ::cudaperf::fp16::kRZ, lo, hi);                 \
+    }                                                                                             \
+    unsigned long long rz_u(unsigned long long hi) const {                                        \
+      return ::cudaperf::fp16::to_unsigned(value(), ::cudaperf::fp16::kRZ, hi);                   \
+    }                                                                                             \
   };
 
 struct __nv_bfloat16;

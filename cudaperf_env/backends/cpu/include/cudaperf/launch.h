@@ -42,7 +42,7 @@ struct Job {
   std::atomic<unsigned long long> next{0};
 };
 
-[[noreturn]] inline void out_of_memory(const char* what) {
+[[noreturn]] CUDAPERF_COLD inline void out_of_memory(const char* what) {
   Line m;
   m.str("cannot allocate ").str(what).str(" for the launch");
   fatal_exit_flush("abort", kExitAbort, m);

@@ -12,7 +12,7 @@ inline std::atomic<unsigned> g_worker_count{0};
 inline pthread_t g_main_thread;
 inline char* g_main_stack_lo = nullptr;
 
-inline Worker* find_worker() {
+CUDAPERF_COLD inline Worker* find_worker() {
   pthread_t self = ::pthread_self();
   unsigned n = std::min(g_worker_count.load(std::memory_order_acquire), kMaxWorkers);
   for (unsigned i = 0; i < n; ++i) {
@@ -22,7 +22,7 @@ inline Worker* find_worker() {
   return nullptr;
 }
 
-inline void describe_place(Line& m, const Worker* w) {
+CUDAPERF_COLD inline void describe_place(Line& m, const Worker* w) {
   if (w == nullptr || w->kernel == nullptr) {
     m.str(" in host code");
     return;
@@ -39,7 +39,7 @@ inline bool below_stack(const char* lo, const void* addr) {
   return lo != nullptr && a < lo + page_size() && a + (1u << 20) >= lo;
 }
 
-inline void on_fatal_signal(int sig, siginfo_t* info, void*) {
+CUDAPERF_COLD inline void on_fatal_signal(int sig, siginfo_t* info, void*) {
   Worker* w = find_worker();
   bool in_kernel = w != nullptr && w->kernel != nullptr;
   Line m;
@@ -83,7 +83,7 @@ inline void on_fatal_signal(int sig, siginfo_t* info, void*) {
 
 // Every thread that runs kernels gets an alternate signal stack: the stack that overflowed
 // cannot run the handler.
-inline void install_altstack() {
+CUDAPERF_COLD inline void install_altstack() {
   static thread_local bool done = false;
   if (done) return;
   done = true;
@@ -96,7 +96,7 @@ inline void install_altstack() {
   ::sigaltstack(&ss, nullptr);
 }
 
-inline char* thread_stack_lo() {
+CUDAPERF_COLD inline char* thread_stack_lo() {
   pthread_attr_t attr;
   char* lo = nullptr;
   if (::pthread_getattr_np(::pthread_self(), &attr) == 0) {
@@ -108,7 +108,7 @@ inline char* thread_stack_lo() {
   return lo;
 }
 
-inline void install_signal_handlers() {
+CUDAPERF_COLD inline void install_signal_handlers() {
   struct sigaction sa;
   std::memset(&sa, 0, sizeof sa);
   sa.sa_sigaction = &on_fatal_signal;
@@ -117,7 +117,7 @@ inline void install_signal_handlers() {
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGABRT, SIGILL}) ::sigaction(sig, &sa, nullptr);
 }
 
-inline bool initialize_runtime() {
+CUDAPERF_COLD inline bool initialize_runtime() {
   g_main_thread = ::pthread_self();
   g_main_stack_lo = thread_stack_lo();
   install_altstack();
@@ -129,7 +129,7 @@ inline bool initialize_runtime() {
 inline const bool g_runtime_initialized = initialize_runtime();
 
 // The calling thread's worker, created on first use.
-inline Worker& this_worker() {
+CUDAPERF_COLD inline Worker& this_worker() {
   if (tls_worker != nullptr) return *tls_worker;
   install_altstack();
   Worker* w = new Worker();

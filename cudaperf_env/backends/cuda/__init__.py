@@ -1,0 +1,1 @@
+"""The ``cuda`` backend: real GPUs (nvcc builds, device buffers, hardened timing)."""

@@ -1,0 +1,237 @@
+"""The ``cuda`` backend: nvcc-built shared libraries run on a real GPU, with hardened timing."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from cudaperf_env.backends import toolchain
+from cudaperf_env.backends.base import Build
+from cudaperf_env.backends.buffers import BufferFile, poison_value
+from cudaperf_env.backends.cuda.timing import (
+    SpeedupEstimate,
+    Timing,
+    TimingOptions,
+    bandwidth_flag,
+    estimate_speedup,
+    wall_clock_inconsistent,
+)
+from cudaperf_env.backends.execute import CallResult, Job, call_once, run_jobs
+from cudaperf_env.backends.harness import wrap
+from cudaperf_env.backends.native import build_library
+from cudaperf_env.backends.sandbox import Crash, WorkerProcess
+from cudaperf_env.compare import compare
+from cudaperf_env.errors import BackendUnavailableError
+from cudaperf_env.tasks.inputs import make_inputs
+from cudaperf_env.tasks.schema import Config, Task
+
+HERE = Path(__file__).parent
+
+
+@lru_cache(maxsize=1)
+def detect_arch() -> str:
+    """``sm_XY`` of GPU 0, from ``nvidia-smi`` (no CUDA context needed)."""
+    if not shutil.which("nvidia-smi"):
+        raise BackendUnavailableError("no NVIDIA driver (nvidia-smi not found); use backend='cpu'")
+    out = subprocess.run(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"],
+                         capture_output=True, text=True, timeout=30, check=False)  # fmt: skip
+    if out.returncode != 0 or not out.stdout.strip():
+        raise BackendUnavailableError(f"nvidia-smi found no usable GPU: {out.stderr.strip()}; use backend='cpu'")
+    major, minor = out.stdout.splitlines()[0].strip().split(".")
+    return f"sm_{major}{minor}"
+
+
+def nvcc_flags(arch: str) -> list[str]:
+    """Fixed flags for every GPU build (never the user's)."""
+    return ["-shared", "-Xcompiler", "-fPIC", "-O3", "-std=c++17", f"-arch={arch}", "-lineinfo",
+            "-Xlinker", "-z,defs"]  # fmt: skip
+
+
+@lru_cache(maxsize=4)
+def harness_library(arch: str) -> Path:
+    """The trusted timing/buffer harness, built once per architecture."""
+    result = build_library(toolchain.nvcc(), nvcc_flags(arch), (HERE / "harness.cu").read_text(), ".cu")
+    if not result.ok or result.library is None:
+        raise BackendUnavailableError(f"cannot build the GPU harness:\n{result.log}")
+    return result.library
+
+
+@dataclass(frozen=True)
+class CudaBackend:
+    """Runs submissions on GPU ``device``; times them against the task's baseline.
+
+    Attributes:
+        device: CUDA device index.
+        timeout_s: Wall-clock limit per call.
+        build_timeout_s: Limit for nvcc.
+        timing: How candidate and baseline are timed.
+    """
+
+    device: int = 0
+    timeout_s: float = 30.0
+    build_timeout_s: float = 120.0
+    timing: TimingOptions = field(default_factory=TimingOptions)
+    name: str = "cuda"
+    measures_time: bool = True
+    facts: dict[str, object] = field(default_factory=dict, repr=False, compare=False)  # card, filled once
+
+    @property
+    def arch(self) -> str:
+        return detect_arch()
+
+    def build(self, task: Task, code: str) -> Build:
+        result = build_library(toolchain.nvcc(), nvcc_flags(self.arch), wrap(task, code, "cuda"), ".cu",
+                               timeout_s=self.build_timeout_s)  # fmt: skip
+        return Build(result.ok, result.library, result.log, (), result.seconds, result.cached)
+
+    def start_worker(self, workdir: Path) -> WorkerProcess:
+        worker = WorkerProcess(workdir, script=HERE / "gpu_worker.py")
+        worker.send({"op": "init", "harness": str(harness_library(self.arch)), "device": self.device})
+        return worker
+
+    def run(
+        self, build: Build, task: Task, jobs: Sequence[Job], workdir: Path, worker: WorkerProcess | None = None
+    ) -> list[CallResult]:
+        assert build.library is not None, "run() needs a successful build"
+        if worker is None:
+            worker = self.start_worker(workdir)
+        results = run_jobs(build.library, task, jobs, workdir, self.timeout_s, worker=worker)
+        if any(r.crash_kind for r in results) and not self.probe(workdir):
+            raise BackendUnavailableError("the GPU did not pass its health probe after a crashed submission")
+        return results
+
+    def time(self, task: Task, candidate: Build, seed: int, workdir: Path, worker: WorkerProcess) -> Timing | Crash:
+        """Time the (already loaded, correct) candidate against the task's baseline."""
+        baseline = self.build(task, task.implementation(task.baseline).source)
+        if not baseline.ok or baseline.library is None:
+            raise BackendUnavailableError(f"{task.id}: the baseline implementation does not build:\n{baseline.log}")
+        reply = worker.request({"op": "load", "lib": str(baseline.library), "name": "baseline"}, self.timeout_s)
+        if isinstance(reply, Crash):
+            return reply
+        device = self._device_facts(worker)
+        configs = task.perf_configs or (max(task.configs, key=lambda c: sum(c.values())),)
+        estimates, flags, mismatch = [], [], ""
+        for index, config in enumerate(configs):
+            outcome = self._time_config(task, config, seed, workdir / f"perf-{index}", worker, device)
+            if isinstance(outcome, Crash):
+                return outcome
+            estimate, config_flags, config_mismatch = outcome
+            estimates.append(estimate)
+            flags += config_flags
+            mismatch = mismatch or config_mismatch
+        combined = _geometric_mean(estimates)
+        return Timing(combined, tuple(dict.fromkeys(flags)), mismatch, device, tuple(estimates))
+
+    def _device_facts(self, worker: WorkerProcess) -> dict[str, object]:
+        """Card name, compute capability, driver (from the worker's init) and copy bandwidth, once."""
+        if not self.facts and worker.early_replies:
+            reply = worker.request({"op": "bandwidth", "bytes": 1 << 30}, self.timeout_s)
+            if not isinstance(reply, Crash) and reply.get("ok"):
+                init = {k: v for k, v in worker.early_replies[0].items() if k != "ok"}
+                self.facts.update(init, copy_gbps=reply["copy_gbps"], arch=self.arch)
+        return dict(self.facts)
+
+    def probe(self, workdir: Path) -> bool:
+        """GPU health probe: a fresh worker can create a context and allocate."""
+        with self.start_worker(workdir) as worker:
+            reply = worker.request({"op": "bandwidth", "bytes": 1 << 20}, 60)
+        return not isinstance(reply, Crash) and bool(reply.get("ok"))
+
+    def _time_config(
+        self, task: Task, config: Config, seed: int, folder: Path, worker: WorkerProcess, device: dict
+    ) -> tuple[SpeedupEstimate, list[str], str] | Crash:
+        folder.mkdir()
+        opts = self.timing
+        files, expected, flags = [], [], []
+        try:
+            for k in range(opts.input_sets):
+                job = Job(config, make_inputs(task, config, seed * 7919 + 1000 + k))
+                reference = call_once(worker, task, job, folder / f"ref-{k}.bin", self.timeout_s, lib="baseline")
+                if reference.status != "ok":
+                    raise BackendUnavailableError(f"{task.id}: the baseline failed on the GPU: {reference.message}")
+                expected.append(reference.buffers)
+                files.append(BufferFile(folder / f"set-{k}.bin", task, config, job.inputs))
+            sets = [_set_spec(task, config, f) for f in files]
+            request = {"op": "time", "libs": ["candidate", "baseline"], "sets": sets, "warmup": opts.warmup,
+                       "min_trials": opts.min_trials, "max_trials": opts.max_trials, "budget_s": opts.budget_s,
+                       "target_rse": opts.target_rse, "flush_bytes": opts.flush_bytes}  # fmt: skip
+            reply = worker.request(request, opts.budget_s * 4 + 60)
+            if isinstance(reply, Crash) or not reply.get("ok"):
+                return reply if isinstance(reply, Crash) else Crash("exit", str(reply.get("error")))
+            mismatch = _timed_outputs_mismatch(task, files, expected)
+            if reply["overrun_args"]:
+                mismatch = mismatch or "wrote past the end of a buffer during timed calls"
+            estimate = estimate_speedup(reply["times"]["candidate"], reply["times"]["baseline"], opts.deadband)
+            flags += self._wall_check(worker, sets[0], reply)
+            moved = sum(s.nbytes * (2 if s.arg.role == "inout" else 1) for s in files[0].slots)
+            if "copy_gbps" in device and bandwidth_flag(moved, estimate.candidate_ms, float(device["copy_gbps"])):
+                flags.append("faster than the memory bandwidth allows")
+            return estimate, flags, mismatch
+        finally:
+            for f in files:
+                f.close()
+
+    def _wall_check(self, worker: WorkerProcess, spec: dict, timed: dict) -> list[str]:
+        """Compare reported event times with the parent's own clock over back-to-back calls."""
+        observed = {}
+        for lib in ("baseline", "candidate"):
+            if isinstance(worker.request({"op": "stage", "set": spec}, self.timeout_s), Crash):
+                return ["wall-clock check failed"]
+            start = time.perf_counter()
+            reply = worker.request({"op": "wall_check", "lib": lib, "calls": self.timing.wall_check_calls},
+                                   self.timeout_s * 4)  # fmt: skip
+            wall_ms = (time.perf_counter() - start) * 1e3
+            if isinstance(reply, Crash) or not reply.get("ok"):
+                return ["wall-clock check failed"]
+            observed[lib] = (reply["events"], wall_ms)
+        events_b, wall_b = observed["baseline"]
+        overhead = max(0.0, wall_b / len(events_b) - float(np.median(events_b)))
+        events_c, wall_c = observed["candidate"]
+        if wall_clock_inconsistent(events_c, wall_c, overhead):
+            return ["event times disagree with the wall clock"]
+        return []
+
+
+def _set_spec(task: Task, config: Config, f: BufferFile) -> dict:
+    args = f.request_args(task, config)
+    pointer_args = iter(a for a in task.args if a.is_buffer)
+    for spec in args:
+        if "ptr" in spec:
+            arg = next(pointer_args)
+            if arg.role == "out":
+                spec.update(restore="poison", poison=int(poison_value(arg).view(np.uint8)[0]))
+    return {"file": str(f.path), "size": f.size, "args": args}
+
+
+def _timed_outputs_mismatch(task: Task, files: list[BufferFile], expected: list[Mapping[str, np.ndarray]]) -> str:
+    for k, (f, want) in enumerate(zip(files, expected, strict=True)):
+        got = f.snapshot()
+        for arg in task.args:
+            if arg.role in ("out", "inout"):
+                c = compare(got[arg.name], want[arg.name], task.tolerance(arg.dtype))
+                if not c.ok:
+                    return (
+                        f"outputs of timed calls on input set {k + 1} differ from the baseline's "
+                        f"(`{arg.name}`, {c.mismatches} elements): results must not depend on earlier calls"
+                    )
+    return ""
+
+
+def _geometric_mean(estimates: Sequence[SpeedupEstimate]) -> SpeedupEstimate:
+    def gmean(xs: list[float]) -> float:
+        return float(np.exp(np.mean(np.log(xs))))
+
+    return SpeedupEstimate(
+        gmean([e.candidate_ms for e in estimates]),
+        gmean([e.baseline_ms for e in estimates]),
+        gmean([e.speedup for e in estimates]),
+        gmean([e.speedup_lcb for e in estimates]),
+        min(e.trials for e in estimates),
+    )

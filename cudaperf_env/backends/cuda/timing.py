@@ -1,0 +1,113 @@
+"""Timing statistics and plausibility checks: pure functions over measured samples."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class TimingOptions:
+    """How hard to try for a stable speedup.
+
+    Attributes:
+        warmup: Untimed calls of each implementation first (module load, clocks).
+        min_trials: Timed calls of each implementation at least.
+        max_trials: And at most.
+        budget_s: Wall-clock budget per configuration.
+        target_rse: Stop once the relative standard error of both medians is below this.
+        input_sets: Distinct input sets rotated through the same buffers (defeats caching).
+        flush_bytes: L2 flush buffer written before every timed call.
+        deadband: Speedups within ``1 +- deadband`` are reported as 1.
+        wall_check_calls: Back-to-back calls timed from the parent's clock per implementation.
+    """
+
+    warmup: int = 3
+    min_trials: int = 10
+    max_trials: int = 100
+    budget_s: float = 3.0
+    target_rse: float = 0.01
+    input_sets: int = 3
+    flush_bytes: int = 256 << 20
+    deadband: float = 0.03
+    wall_check_calls: int = 10
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.min_trials <= self.max_trials:
+            raise ValueError("need 1 <= min_trials <= max_trials")
+        if self.input_sets < 2:
+            raise ValueError("input_sets must be >= 2 (rotation is what defeats result caching)")
+
+
+@dataclass(frozen=True)
+class SpeedupEstimate:
+    """Medians and the speedup with a lower confidence bound."""
+
+    candidate_ms: float
+    baseline_ms: float
+    speedup: float
+    speedup_lcb: float
+    trials: int
+
+
+@dataclass(frozen=True)
+class Timing:
+    """The speed verdict for one submission.
+
+    Attributes:
+        estimate: Medians (geometric mean over configurations) and speedup with its lower bound.
+        flags: Reasons the speedup is not credited ("" when clean).
+        mismatch: Set when outputs of timed calls differed from the baseline's.
+        device: Card, compute capability, driver and copy bandwidth.
+        per_config: Per-configuration estimates.
+    """
+
+    estimate: SpeedupEstimate
+    flags: tuple[str, ...] = ()
+    mismatch: str = ""
+    device: Mapping[str, object] = field(default_factory=dict)
+    per_config: tuple[SpeedupEstimate, ...] = ()
+
+
+def estimate_speedup(
+    candidate: Sequence[float], baseline: Sequence[float], deadband: float = 0.03, resamples: int = 400
+) -> SpeedupEstimate:
+    """Ratio of medians (baseline / candidate) and its 5% bootstrap lower bound.
+
+    Within ``1 +- deadband`` the speedup is reported as exactly 1 (noise).
+    """
+    c, b = np.asarray(candidate, float), np.asarray(baseline, float)
+    med_c, med_b = float(np.median(c)), float(np.median(b))
+    speedup = med_b / med_c if med_c > 0 else math.nan
+    rng = np.random.default_rng(0)
+    boot_c = np.median(rng.choice(c, (resamples, c.size)), axis=1)
+    boot_b = np.median(rng.choice(b, (resamples, b.size)), axis=1)
+    lcb = float(np.quantile(boot_b / boot_c, 0.05))
+    if abs(speedup - 1.0) <= deadband:
+        speedup = 1.0
+    return SpeedupEstimate(med_c, med_b, speedup, min(lcb, speedup), int(min(c.size, b.size)))
+
+
+def wall_clock_inconsistent(events_ms: Sequence[float], wall_ms: float, overhead_ms: float) -> bool:
+    """Whether reported event times are too small for the parent's own wall clock.
+
+    ``wall_ms`` is the parent's measurement of the whole back-to-back request;
+    ``overhead_ms`` the per-call overhead seen for the trusted baseline. A
+    submission that hides work from the events (side streams, patched timers)
+    leaves wall time unexplained.
+    """
+    n = len(events_ms)
+    if n == 0:
+        return False
+    unexplained = wall_ms / n - float(np.median(events_ms)) - overhead_ms
+    return unexplained > max(0.2, 0.5 * float(np.median(events_ms)))
+
+
+def bandwidth_flag(bytes_moved: int, time_ms: float, ceiling_gbps: float) -> bool:
+    """True when the achieved bandwidth exceeds 1.25x the measured copy bandwidth (impossible)."""
+    if time_ms <= 0 or ceiling_gbps <= 0:
+        return True
+    return bytes_moved / (time_ms * 1e-3) / 1e9 > 1.25 * ceiling_gbps
