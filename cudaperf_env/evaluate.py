@@ -84,6 +84,7 @@ class Evaluation:
     runtime_ms: float = math.nan
     baseline_ms: float = math.nan
     timing_flags: tuple[str, ...] = ()
+    per_config_ms: tuple[float, ...] = ()
     device: Mapping[str, object] = field(default_factory=dict)
     seconds: Mapping[str, float] = field(default_factory=dict)
 
@@ -218,6 +219,7 @@ def _with_timing(result: Evaluation, timing: Timing | Crash) -> Evaluation:
         runtime_ms=e.candidate_ms,
         baseline_ms=e.baseline_ms,
         timing_flags=timing.flags,
+        per_config_ms=tuple(c.candidate_ms for c in timing.per_config),
         device=timing.device,
     )
     if timing.mismatch:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import shutil
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -14,7 +15,8 @@ import numpy as np
 
 from cudaperf_env.backends import toolchain
 from cudaperf_env.backends.base import Build
-from cudaperf_env.backends.buffers import BufferFile, poison_value
+from cudaperf_env.backends.buffers import BufferFile, Slot, poison_value
+from cudaperf_env.backends.cache import scratch_dir
 from cudaperf_env.backends.cuda.timing import (
     SpeedupEstimate,
     Timing,
@@ -23,7 +25,7 @@ from cudaperf_env.backends.cuda.timing import (
     estimate_speedup,
     wall_clock_inconsistent,
 )
-from cudaperf_env.backends.execute import CallResult, Job, call_once, run_jobs
+from cudaperf_env.backends.execute import CallResult, Job, run_jobs
 from cudaperf_env.backends.harness import wrap
 from cudaperf_env.backends.native import build_library
 from cudaperf_env.backends.sandbox import Crash, WorkerProcess
@@ -81,6 +83,7 @@ class CudaBackend:
     name: str = "cuda"
     measures_time: bool = True
     facts: dict[str, object] = field(default_factory=dict, repr=False, compare=False)  # card, filled once
+    perf_inputs: PerfInputs = field(default_factory=lambda: PerfInputs(), repr=False, compare=False)
 
     @property
     def arch(self) -> str:
@@ -119,7 +122,7 @@ class CudaBackend:
         configs = task.perf_configs or (max(task.configs, key=lambda c: sum(c.values())),)
         estimates, flags, mismatch = [], [], ""
         for index, config in enumerate(configs):
-            outcome = self._time_config(task, config, seed, workdir / f"perf-{index}", worker, device)
+            outcome = self._time_config(task, index, config, workdir, worker, device)
             if isinstance(outcome, Crash):
                 return outcome
             estimate, config_flags, config_mismatch = outcome
@@ -145,38 +148,34 @@ class CudaBackend:
         return not isinstance(reply, Crash) and bool(reply.get("ok"))
 
     def _time_config(
-        self, task: Task, config: Config, seed: int, folder: Path, worker: WorkerProcess, device: dict
+        self, task: Task, index: int, config: Config, folder: Path, worker: WorkerProcess, device: dict
     ) -> tuple[SpeedupEstimate, list[str], str] | Crash:
-        folder.mkdir()
         opts = self.timing
-        files, expected, flags = [], [], []
-        try:
-            for k in range(opts.input_sets):
-                job = Job(config, make_inputs(task, config, seed * 7919 + 1000 + k))
-                reference = call_once(worker, task, job, folder / f"ref-{k}.bin", self.timeout_s, lib="baseline")
-                if reference.status != "ok":
-                    raise BackendUnavailableError(f"{task.id}: the baseline failed on the GPU: {reference.message}")
-                expected.append(reference.buffers)
-                files.append(BufferFile(folder / f"set-{k}.bin", task, config, job.inputs))
-            sets = [_set_spec(task, config, f) for f in files]
-            request = {"op": "time", "libs": ["candidate", "baseline"], "sets": sets, "warmup": opts.warmup,
-                       "min_trials": opts.min_trials, "max_trials": opts.max_trials, "budget_s": opts.budget_s,
-                       "target_rse": opts.target_rse, "flush_bytes": opts.flush_bytes}  # fmt: skip
-            reply = worker.request(request, opts.budget_s * 4 + 60)
-            if isinstance(reply, Crash) or not reply.get("ok"):
-                return reply if isinstance(reply, Crash) else Crash("exit", str(reply.get("error")))
-            mismatch = _timed_outputs_mismatch(task, files, expected)
-            if reply["overrun_args"]:
-                mismatch = mismatch or "wrote past the end of a buffer during timed calls"
-            estimate = estimate_speedup(reply["times"]["candidate"], reply["times"]["baseline"], opts.deadband)
-            flags += self._wall_check(worker, sets[0], reply)
-            moved = sum(s.nbytes * (2 if s.arg.role == "inout" else 1) for s in files[0].slots)
-            if "copy_gbps" in device and bandwidth_flag(moved, estimate.candidate_ms, float(device["copy_gbps"])):
-                flags.append("faster than the memory bandwidth allows")
-            return estimate, flags, mismatch
-        finally:
-            for f in files:
-                f.close()
+        files = self.perf_inputs.sets(task, index, config, opts.input_sets)
+        sets = []
+        for k, f in enumerate(files):
+            spec = _set_spec(task, config, f)
+            for key in ("result_file", "expected_file"):
+                path = folder / f"{key}-{index}-{k}.bin"
+                with open(path, "wb") as out:
+                    out.truncate(f.size)
+                spec[key] = str(path)
+            sets.append(spec)
+        request = {"op": "time", "libs": ["candidate", "baseline"], "sets": sets, "warmup": opts.warmup,
+                   "min_trials": opts.min_trials, "max_trials": opts.max_trials, "budget_s": opts.budget_s,
+                   "target_rse": opts.target_rse, "flush_bytes": opts.flush_bytes}  # fmt: skip
+        reply = worker.request(request, opts.budget_s * 4 + 60)
+        if isinstance(reply, Crash) or not reply.get("ok"):
+            return reply if isinstance(reply, Crash) else Crash("exit", str(reply.get("error")))
+        mismatch = _timed_outputs_mismatch(task, files[0].slots, sets)
+        if reply["overrun_args"]:
+            mismatch = mismatch or "wrote past the end of a buffer during timed calls"
+        estimate = estimate_speedup(reply["times"]["candidate"], reply["times"]["baseline"], opts.deadband)
+        flags = self._wall_check(worker, sets[0], reply)
+        moved = sum(s.nbytes * (2 if s.arg.role == "inout" else 1) for s in files[0].slots)
+        if "copy_gbps" in device and bandwidth_flag(moved, estimate.candidate_ms, float(device["copy_gbps"])):
+            flags.append("faster than the memory bandwidth allows")
+        return estimate, flags, mismatch
 
     def _wall_check(self, worker: WorkerProcess, spec: dict, timed: dict) -> list[str]:
         """Compare reported event times with the parent's own clock over back-to-back calls."""
@@ -210,18 +209,44 @@ def _set_spec(task: Task, config: Config, f: BufferFile) -> dict:
     return {"file": str(f.path), "size": f.size, "args": args}
 
 
-def _timed_outputs_mismatch(task: Task, files: list[BufferFile], expected: list[Mapping[str, np.ndarray]]) -> str:
-    for k, (f, want) in enumerate(zip(files, expected, strict=True)):
-        got = f.snapshot()
-        for arg in task.args:
-            if arg.role in ("out", "inout"):
-                c = compare(got[arg.name], want[arg.name], task.tolerance(arg.dtype))
+def _timed_outputs_mismatch(task: Task, slots: tuple[Slot, ...], sets: list[dict]) -> str:
+    """Compare the candidate's outputs after timing with the baseline's, per input set."""
+    for k, spec in enumerate(sets):
+        got, want = np.memmap(spec["result_file"], np.uint8, "r"), np.memmap(spec["expected_file"], np.uint8, "r")
+        for slot in slots:
+            if slot.arg.role in ("out", "inout"):
+                region = slice(slot.offset, slot.offset + slot.nbytes)
+                dtype = slot.arg.dtype.numpy
+                c = compare(got[region].view(dtype), want[region].view(dtype), task.tolerance(slot.arg.dtype))
                 if not c.ok:
                     return (
                         f"outputs of timed calls on input set {k + 1} differ from the baseline's "
-                        f"(`{arg.name}`, {c.mismatches} elements): results must not depend on earlier calls"
+                        f"(`{slot.arg.name}`, {c.mismatches} elements): results must not depend on earlier calls"
                     )
     return ""
+
+
+class PerfInputs:
+    """Input sets of the large timing configurations, made once per task and configuration.
+
+    They are seed-independent (the agent never sees them) so repeated evaluations of
+    a task skip generating and writing hundreds of megabytes. Files live in a private
+    tmpfs directory removed when this object is collected or the process exits.
+    """
+
+    def __init__(self) -> None:
+        self.folder = scratch_dir("cudaperf-perf-")
+        self._sets: dict[tuple[str, int], list[BufferFile]] = {}
+        weakref.finalize(self, shutil.rmtree, self.folder, True)
+
+    def sets(self, task: Task, index: int, config: Config, count: int) -> list[BufferFile]:
+        key = (task.id, index)
+        if key not in self._sets:
+            self._sets[key] = [
+                BufferFile(self.folder / f"{abs(hash(key))}-{k}.bin", task, config, make_inputs(task, config, 1000 + k))
+                for k in range(count)
+            ]
+        return self._sets[key]
 
 
 def _geometric_mean(estimates: Sequence[SpeedupEstimate]) -> SpeedupEstimate:

@@ -22,6 +22,11 @@ outputs against the baseline's.
 Usage::
 
     .venv/bin/python tests/cudaperf_env/tasks/starter_check.py [--gpu] [--perf] [TASK_NAME ...]
+    # on a GPU machine, also under a sanitizer (one worker per task, two smallest configs):
+    compute-sanitizer --tool racecheck --error-exitcode 99 python3 starter_check.py \
+        --_worker TASK.yaml --mode correct --small --workdir BUILD_DIR IMPL_NAME ...
+
+``--dir`` checks another task directory (e.g. a user's own tasks).
 
 Prints a table; exits non-zero on any failure.
 """
@@ -31,6 +36,7 @@ from __future__ import annotations
 import argparse
 import ast
 import concurrent.futures as cf
+import contextlib
 import ctypes
 import json
 import os
@@ -672,7 +678,6 @@ def gpu_worker(task_path: Path, impl_names: list[str], mode: str, seed: int, wor
                small: bool = False) -> None:
     """Runs in a child process (a CUDA error poisons the context); prints one JSON line."""
     task = check_schema(task_path)
-    impls = {im["name"]: im for im in task.data["implementations"]}
     result: dict[str, Any] = {}
     rng = np.random.default_rng(seed)
     if mode == "correct":
@@ -835,10 +840,8 @@ def main() -> int:
                 rows += r
     tasks = []
     for p in paths:
-        try:
+        with contextlib.suppress(CheckError, yaml.YAMLError):  # already reported
             tasks.append(check_schema(p))
-        except (CheckError, yaml.YAMLError):
-            pass  # already reported
     if args.gpu:
         rows += [["--- gpu correctness", "", "", ""]] + run_gpu(tasks, workdir, "correct", args.seed,
                                                                  args.jobs, args.small)

@@ -82,10 +82,11 @@ def test_pointer_keyed_result_cache_is_caught():
         source.replace(f'extern "C" void {matmul.entry}(', f"static void real_{matmul.entry}(", 1)
         + f'extern "C" {matmul.signature} {{\n'
         f"  static const void* last = nullptr; static void* cache = nullptr; static size_t bytes = 0;\n"
-        f"  if (last == (const void*){entry.name} && cache) {{ cudaMemcpy({entry.name}, cache, bytes, "
-        f"cudaMemcpyDeviceToDevice); return; }}\n"
+        f"  size_t need = (size_t)m * n * sizeof(float);\n"
+        f"  if (last == (const void*){entry.name} && cache && bytes == need) {{ cudaMemcpy({entry.name}, cache, "
+        f"bytes, cudaMemcpyDeviceToDevice); return; }}\n"
         f"  real_{matmul.entry}({params});\n"
-        f"  bytes = (size_t)m * n * sizeof(float); if (!cache) cudaMalloc(&cache, bytes);\n"
+        f"  if (bytes != need) {{ cudaFree(cache); cudaMalloc(&cache, need); bytes = need; }}\n"
         f"  cudaMemcpy(cache, {entry.name}, bytes, cudaMemcpyDeviceToDevice); last = {entry.name};\n}}\n"
     )
     e = Evaluator(CudaBackend(timing=QUICK)).evaluate(matmul, cached, seed=5)

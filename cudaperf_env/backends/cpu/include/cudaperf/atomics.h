@@ -1,4 +1,4 @@
-// CUDA atomics (atomicAdd ... atomicDec, with _block/_system aliases) on the compiler's __atomic builtins.
+// CUDA atomics (atomicAdd ... atomicDec, _block/_system aliases) on the __atomic builtins.
 #pragma once
 
 namespace cudaperf {
@@ -17,36 +17,36 @@ inline void on_cas_failure() { yield_fiber(); }
 // A compare-and-swap loop on the bits of *address: `old` is the current value, NEXT the value
 // to store; returns the old value. A macro, not a template: templates used by these inline
 // functions would be instantiated in every submission.
-#define CUDAPERF_CAS_LOOP(T, BITS, address, NEXT)                                                 \
-  BITS* bits_ = reinterpret_cast<BITS*>(address);                                                 \
-  BITS old_bits = __atomic_load_n(bits_, __ATOMIC_RELAXED);                                       \
-  for (;;) {                                                                                      \
-    T old;                                                                                        \
-    std::memcpy(&old, &old_bits, sizeof(T));                                                      \
-    T next = (NEXT);                                                                              \
-    BITS next_bits;                                                                               \
-    std::memcpy(&next_bits, &next, sizeof(T));                                                    \
+#define CUDAPERF_CAS_LOOP(T, BITS, address, NEXT)                                                  \
+  BITS* bits_ = reinterpret_cast<BITS*>(address);                                                  \
+  BITS old_bits = __atomic_load_n(bits_, __ATOMIC_RELAXED);                                        \
+  for (;;) {                                                                                       \
+    T old;                                                                                         \
+    std::memcpy(&old, &old_bits, sizeof(T));                                                       \
+    T next = (NEXT);                                                                               \
+    BITS next_bits;                                                                                \
+    std::memcpy(&next_bits, &next, sizeof(T));                                                     \
     if (__atomic_compare_exchange_n(bits_, &old_bits, next_bits, true, ::cudaperf::detail::kOrder, \
-                                    __ATOMIC_RELAXED)) {                                          \
-      return old;                                                                                 \
-    }                                                                                             \
+                                    __ATOMIC_RELAXED)) {                                           \
+      return old;                                                                                  \
+    }                                                                                              \
   }
 
-#define CUDAPERF_CAS(T, a, compare, v)                                                            \
-  T expected = compare;                                                                           \
-  if (!__atomic_compare_exchange_n(a, &expected, v, false, ::cudaperf::detail::kOrder,           \
-                                   ::cudaperf::detail::kOrder)) {                                 \
-    ::cudaperf::detail::on_cas_failure();                                                         \
-  }                                                                                               \
+#define CUDAPERF_CAS(T, a, compare, v)                                                 \
+  T expected = compare;                                                                \
+  if (!__atomic_compare_exchange_n(a, &expected, v, false, ::cudaperf::detail::kOrder, \
+                                   ::cudaperf::detail::kOrder)) {                      \
+    ::cudaperf::detail::on_cas_failure();                                              \
+  }                                                                                    \
   return expected;
 
-#define CUDAPERF_INTEGER_ATOMICS(T)                                                               \
-  inline T atomicAdd(T* a, T v) { return __atomic_fetch_add(a, v, ::cudaperf::detail::kOrder); } \
-  inline T atomicSub(T* a, T v) { return __atomic_fetch_sub(a, v, ::cudaperf::detail::kOrder); } \
+#define CUDAPERF_INTEGER_ATOMICS(T)                                                                \
+  inline T atomicAdd(T* a, T v) { return __atomic_fetch_add(a, v, ::cudaperf::detail::kOrder); }   \
+  inline T atomicSub(T* a, T v) { return __atomic_fetch_sub(a, v, ::cudaperf::detail::kOrder); }   \
   inline T atomicExch(T* a, T v) { return __atomic_exchange_n(a, v, ::cudaperf::detail::kOrder); } \
-  inline T atomicAnd(T* a, T v) { return __atomic_fetch_and(a, v, ::cudaperf::detail::kOrder); } \
-  inline T atomicOr(T* a, T v) { return __atomic_fetch_or(a, v, ::cudaperf::detail::kOrder); }   \
-  inline T atomicXor(T* a, T v) { return __atomic_fetch_xor(a, v, ::cudaperf::detail::kOrder); } \
+  inline T atomicAnd(T* a, T v) { return __atomic_fetch_and(a, v, ::cudaperf::detail::kOrder); }   \
+  inline T atomicOr(T* a, T v) { return __atomic_fetch_or(a, v, ::cudaperf::detail::kOrder); }     \
+  inline T atomicXor(T* a, T v) { return __atomic_fetch_xor(a, v, ::cudaperf::detail::kOrder); }   \
   inline T atomicMin(T* a, T v) { CUDAPERF_CAS_LOOP(T, T, a, v < old ? v : old) }                  \
   inline T atomicMax(T* a, T v) { CUDAPERF_CAS_LOOP(T, T, a, v > old ? v : old) }                  \
   inline T atomicCAS(T* a, T compare, T v) { CUDAPERF_CAS(T, a, compare, v) }
@@ -74,15 +74,24 @@ inline double atomicAdd(double* a, double v) { CUDAPERF_CAS_LOOP(double, uint64_
 inline float atomicExch(float* a, float v) {
   uint32_t bits;
   std::memcpy(&bits, &v, 4);
-  uint32_t old = __atomic_exchange_n(reinterpret_cast<uint32_t*>(a), bits, ::cudaperf::detail::kOrder);
+  uint32_t old =
+      __atomic_exchange_n(reinterpret_cast<uint32_t*>(a), bits, ::cudaperf::detail::kOrder);
   float r;
   std::memcpy(&r, &old, 4);
   return r;
 }
-inline float atomicMin(float* a, float v) { CUDAPERF_CAS_LOOP(float, uint32_t, a, std::fmin(old, v)) }
-inline float atomicMax(float* a, float v) { CUDAPERF_CAS_LOOP(float, uint32_t, a, std::fmax(old, v)) }
-inline double atomicMin(double* a, double v) { CUDAPERF_CAS_LOOP(double, uint64_t, a, std::fmin(old, v)) }
-inline double atomicMax(double* a, double v) { CUDAPERF_CAS_LOOP(double, uint64_t, a, std::fmax(old, v)) }
+inline float atomicMin(float* a, float v) {
+  CUDAPERF_CAS_LOOP(float, uint32_t, a, std::fmin(old, v))
+}
+inline float atomicMax(float* a, float v) {
+  CUDAPERF_CAS_LOOP(float, uint32_t, a, std::fmax(old, v))
+}
+inline double atomicMin(double* a, double v) {
+  CUDAPERF_CAS_LOOP(double, uint64_t, a, std::fmin(old, v))
+}
+inline double atomicMax(double* a, double v) {
+  CUDAPERF_CAS_LOOP(double, uint64_t, a, std::fmax(old, v))
+}
 
 // sm_90 vector atomics: each component is atomic on its own.
 inline float2 atomicAdd(float2* a, float2 v) {

@@ -1,4 +1,4 @@
-// The block engine: runs one block's CUDA threads as fibers (barriers, warp collectives, deadlock reports) or as a plain loop.
+// The block engine: a block's threads as fibers (barriers, warp collectives, deadlocks) or a loop.
 #pragma once
 
 // CUDA's built-in variables. One copy per OS thread: blocks never migrate between threads.
@@ -18,20 +18,29 @@ enum FiberState : uint8_t { kReady, kRunning, kAtBarrier, kAtWarp, kAtActiveMask
 enum WarpKind : uint32_t { kSyncWarp, kShfl, kVote, kMatchAny, kMatchAll, kReduce };
 enum ShflMode : uint8_t { kShflIdx, kShflUp, kShflDown, kShflXor };
 enum VoteMode : uint8_t { kBallot, kAny, kAll, kUni };
-enum ReduceOp : uint8_t { kRedAdd, kRedMinS, kRedMaxS, kRedMinU, kRedMaxU, kRedAnd, kRedOr, kRedXor };
+enum ReduceOp : uint8_t {
+  kRedAdd,
+  kRedMinS,
+  kRedMaxS,
+  kRedMinU,
+  kRedMaxU,
+  kRedAnd,
+  kRedOr,
+  kRedXor
+};
 
 struct alignas(64) Fiber {  // one cache line on x86-64
   Ctx ctx;
   uint3 tid;
   uint8_t state;
-  uint8_t mode;    // ShflMode / VoteMode / ReduceOp of the pending collective
-  uint8_t width;   // shuffle width
-  int param;       // shuffle lane or offset
-  int line;        // where the fiber waits (deadlock reports)
+  uint8_t mode;   // ShflMode / VoteMode / ReduceOp of the pending collective
+  uint8_t width;  // shuffle width
+  int param;      // shuffle lane or offset
+  int line;       // where the fiber waits (deadlock reports)
   const char* what;
-  uint64_t in;     // this lane's contribution
-  uint64_t out;    // this lane's result, written by the lane that completes the collective
-  int pred;        // __match_all_sync's predicate
+  uint64_t in;   // this lane's contribution
+  uint64_t out;  // this lane's result, written by the lane that completes the collective
+  int pred;      // __match_all_sync's predicate
 };
 
 // A collective that some lanes of a warp have reached; the last lane to arrive completes it.
@@ -66,8 +75,8 @@ struct Worker {
   dim3 bdim;
   unsigned nthreads = 0;
   // The running block (fiber mode).
-  std::vector<Fiber> fibers;
-  std::vector<WarpState> warps;
+  Fiber* fibers = nullptr;  // kMaxThreadsPerBlock of them
+  WarpState warps[kMaxThreadsPerBlock / 32];
   unsigned queue[kMaxThreadsPerBlock];  // ring of runnable fibers
   unsigned qhead = 0;
   unsigned qcount = 0;
@@ -79,7 +88,7 @@ struct Worker {
   unsigned bar_true = 0;
   int bar_result = 0;
   unsigned activemask_waiters = 0;
-  unsigned warp_streak = 0;  // warp collectives completed, for fair queueing
+  unsigned warp_streak = 0;    // warp collectives completed, for fair queueing
   unsigned contexts_made = 0;  // fibers [0, contexts_made) have a context (parked or fresh)
   unsigned contexts_epoch = ~0u;
   Ctx sched;  // the worker's own stack, where the block scheduler runs
@@ -132,8 +141,9 @@ inline void suspend(Worker& w, Fiber& f) {
   } else {
     m.str("kernel ").str(w->kernel).str(" (launched at line ").num(w->launch_line);
     m.str(") reached ").str(what).str(" (line ").num(line);
-    m.str(") but was launched without fibers; the pre-pass must launch kernels that use "
-          "barriers or warp collectives with FIBERS=true");
+    m.str(
+        ") but was launched without fibers; the pre-pass must launch kernels that use "
+        "barriers or warp collectives with FIBERS=true");
   }
   fatal_exit_flush("abort", kExitAbort, m);
 }
@@ -144,10 +154,14 @@ enum BarrierOp { kBarPlain, kBarCount, kBarAnd, kBarOr };
 
 inline int barrier_result(int op, unsigned arrived, unsigned true_count) {
   switch (op) {
-    case kBarCount: return static_cast<int>(true_count);
-    case kBarAnd: return true_count == arrived ? 1 : 0;
-    case kBarOr: return true_count != 0 ? 1 : 0;
-    default: return 0;
+    case kBarCount:
+      return static_cast<int>(true_count);
+    case kBarAnd:
+      return true_count == arrived ? 1 : 0;
+    case kBarOr:
+      return true_count != 0 ? 1 : 0;
+    default:
+      return 0;
   }
 }
 
@@ -229,14 +243,22 @@ inline uint64_t reduce_values(int op, uint64_t a, uint64_t b) {
   uint32_t x = static_cast<uint32_t>(a), y = static_cast<uint32_t>(b);
   int32_t sx = static_cast<int32_t>(x), sy = static_cast<int32_t>(y);
   switch (op) {
-    case kRedAdd: return x + y;
-    case kRedMinS: return static_cast<uint32_t>(sx < sy ? sx : sy);
-    case kRedMaxS: return static_cast<uint32_t>(sx > sy ? sx : sy);
-    case kRedMinU: return x < y ? x : y;
-    case kRedMaxU: return x > y ? x : y;
-    case kRedAnd: return x & y;
-    case kRedOr: return x | y;
-    default: return x ^ y;
+    case kRedAdd:
+      return x + y;
+    case kRedMinS:
+      return static_cast<uint32_t>(sx < sy ? sx : sy);
+    case kRedMaxS:
+      return static_cast<uint32_t>(sx > sy ? sx : sy);
+    case kRedMinU:
+      return x < y ? x : y;
+    case kRedMaxU:
+      return x > y ? x : y;
+    case kRedAnd:
+      return x & y;
+    case kRedOr:
+      return x | y;
+    default:
+      return x ^ y;
   }
 }
 
@@ -259,10 +281,18 @@ inline void compute_collective(Fiber* lanes, uint32_t kind, uint32_t arrived) {
       for (unsigned l = 0; l < 32; ++l) {
         if ((arrived >> l & 1u) == 0) continue;
         switch (lanes[l].mode) {
-          case kBallot: lanes[l].out = ballot; break;
-          case kAny: lanes[l].out = ballot != 0; break;
-          case kAll: lanes[l].out = ballot == arrived; break;
-          default: lanes[l].out = ballot == 0 || ballot == arrived; break;
+          case kBallot:
+            lanes[l].out = ballot;
+            break;
+          case kAny:
+            lanes[l].out = ballot != 0;
+            break;
+          case kAll:
+            lanes[l].out = ballot == arrived;
+            break;
+          default:
+            lanes[l].out = ballot == 0 || ballot == arrived;
+            break;
         }
       }
       break;
@@ -296,7 +326,8 @@ inline void compute_collective(Fiber* lanes, uint32_t kind, uint32_t arrived) {
       unsigned first = static_cast<unsigned>(__builtin_ctz(arrived));
       uint64_t acc = lanes[first].in;
       for (unsigned l = first + 1; l < 32; ++l) {
-        if ((arrived >> l & 1u) != 0) acc = reduce_values(static_cast<int>(kind - kReduce), acc, lanes[l].in);
+        if ((arrived >> l & 1u) != 0)
+          acc = reduce_values(static_cast<int>(kind - kReduce), acc, lanes[l].in);
       }
       for (unsigned l = 0; l < 32; ++l) {
         if ((arrived >> l & 1u) != 0) lanes[l].out = acc;
@@ -416,7 +447,7 @@ inline unsigned active_mask(int line) {
 CUDAPERF_COLD inline bool resolve_activemask(Worker& w) {
   if (w.activemask_waiters == 0) return false;
   for (unsigned base = 0; base < w.nthreads; base += 32) {
-    unsigned end = std::min(base + 32, w.nthreads);
+    unsigned end = base + 32 < w.nthreads ? base + 32 : w.nthreads;
     for (unsigned i = base; i < end; ++i) {
       if (w.fibers[i].state != kAtActiveMask) continue;
       uint32_t m = 0;
@@ -513,9 +544,11 @@ inline void thread_exit(Worker& w) {
     m.str(sites[s].what).str(" (line ").num(sites[s].line).str(")");
   }
   if (elsewhere != 0) m.str(", ").unum(elsewhere).str(" threads elsewhere");
-  if (w.exited != 0) m.str(", ").unum(w.exited).str(w.exited == 1 ? " thread exited" : " threads exited");
-  m.str("; no thread can proceed (a barrier or warp collective that not all the threads it "
-        "waits for reach)");
+  if (w.exited != 0)
+    m.str(", ").unum(w.exited).str(w.exited == 1 ? " thread exited" : " threads exited");
+  m.str(
+      "; no thread can proceed (a barrier or warp collective that not all the threads it "
+      "waits for reach)");
   fatal_exit_flush("deadlock", kExitDeadlock, m);
 }
 
@@ -535,7 +568,8 @@ inline void run_block_fibers(Worker& w) {
     w.contexts_epoch = w.stacks.epoch();
   }
   for (; w.contexts_made < n; ++w.contexts_made) {
-    ctx_make(&w.fibers[w.contexts_made].ctx, w.stacks.lo(w.contexts_made), w.stacks.top(w.contexts_made));
+    ctx_make(&w.fibers[w.contexts_made].ctx, w.stacks.lo(w.contexts_made),
+             w.stacks.top(w.contexts_made));
   }
   for (unsigned i = 0; i < n; ++i) push_ready(w, i);
   enter(w, pop_ready(w), &w.sched);

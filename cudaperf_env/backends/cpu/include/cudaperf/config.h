@@ -98,6 +98,20 @@
 namespace cudaperf {
 namespace detail {
 
+// Holds a pthread mutex for one scope. The runtime avoids std:: templates (std::mutex guards,
+// containers, std::thread): whatever its inline functions instantiate is compiled again for
+// every submission.
+class MutexLock {
+ public:
+  explicit MutexLock(pthread_mutex_t* m) : m_(m) { ::pthread_mutex_lock(m_); }
+  ~MutexLock() { ::pthread_mutex_unlock(m_); }
+  MutexLock(const MutexLock&) = delete;
+  MutexLock& operator=(const MutexLock&) = delete;
+
+ private:
+  pthread_mutex_t* m_;
+};
+
 // Launch limits of a Hopper-class device.
 constexpr unsigned kMaxThreadsPerBlock = 1024;
 constexpr unsigned kMaxBlockDimXY = 1024;

@@ -1,4 +1,4 @@
-// Cooperative groups: thread_block, tiled_partition (static and dynamic), coalesced_threads, reduce/scan, memcpy_async.
+// Cooperative groups: thread_block, tiled_partition, coalesced_threads, reduce/scan, memcpy_async.
 #pragma once
 
 namespace cooperative_groups {
@@ -47,9 +47,12 @@ class thread_group {
   unsigned long long num_threads() const { return size_; }
   unsigned long long thread_rank() const {
     switch (kind_) {
-      case details::kBlock: return details::block_rank();
-      case details::kTile: return details::block_rank() & (size_ - 1u);
-      default: return static_cast<unsigned>(__builtin_popcount(mask_ & details::lanemask_lt()));
+      case details::kBlock:
+        return details::block_rank();
+      case details::kTile:
+        return details::block_rank() & (size_ - 1u);
+      default:
+        return static_cast<unsigned>(__builtin_popcount(mask_ & details::lanemask_lt()));
     }
   }
   bool is_valid() const { return size_ != 0; }
@@ -125,8 +128,8 @@ class thread_block_tile<N, void> : public thread_group {
                                     line, "tile.shfl_xor");
   }
   unsigned ballot(int pred, int line = __builtin_LINE()) const {
-    return to_tile(::cudaperf::detail::vote(mask_, pred, ::cudaperf::detail::kBallot, line,
-                                            "tile.ballot"));
+    return to_tile(
+        ::cudaperf::detail::vote(mask_, pred, ::cudaperf::detail::kBallot, line, "tile.ballot"));
   }
   int any(int pred, int line = __builtin_LINE()) const {
     return static_cast<int>(
@@ -201,12 +204,12 @@ class coalesced_group : public thread_group {
   template <class T>
   T shfl_up(T v, unsigned delta, int line = __builtin_LINE()) const {
     unsigned r = thread_rank();
-    return from_lane(v, r >= delta ? details::nth_set_bit(mask_, r - delta) : details::lane(),
-                     line, "coalesced.shfl_up");
+    return from_lane(v, r >= delta ? details::nth_set_bit(mask_, r - delta) : details::lane(), line,
+                     "coalesced.shfl_up");
   }
   unsigned ballot(int pred, int line = __builtin_LINE()) const {
-    unsigned raw =
-        ::cudaperf::detail::vote(mask_, pred, ::cudaperf::detail::kBallot, line, "coalesced.ballot");
+    unsigned raw = ::cudaperf::detail::vote(mask_, pred, ::cudaperf::detail::kBallot, line,
+                                            "coalesced.ballot");
     unsigned out = 0;
     for (unsigned r = 0; r < size_; ++r) out |= (raw >> details::nth_set_bit(mask_, r) & 1u) << r;
     return out;
@@ -263,17 +266,36 @@ inline unsigned long long num_threads(const Group& g) {
 }
 
 // Reduction and scan operators (cg::less / cg::greater reduce to the minimum / maximum).
-template <class T> struct plus { T operator()(T a, T b) const { return a + b; } };
-template <class T> struct less { T operator()(T a, T b) const { return b < a ? b : a; } };
-template <class T> struct greater { T operator()(T a, T b) const { return a < b ? b : a; } };
-template <class T> struct bit_and { T operator()(T a, T b) const { return a & b; } };
-template <class T> struct bit_or { T operator()(T a, T b) const { return a | b; } };
-template <class T> struct bit_xor { T operator()(T a, T b) const { return a ^ b; } };
+template <class T>
+struct plus {
+  T operator()(T a, T b) const { return a + b; }
+};
+template <class T>
+struct less {
+  T operator()(T a, T b) const { return b < a ? b : a; }
+};
+template <class T>
+struct greater {
+  T operator()(T a, T b) const { return a < b ? b : a; }
+};
+template <class T>
+struct bit_and {
+  T operator()(T a, T b) const { return a & b; }
+};
+template <class T>
+struct bit_or {
+  T operator()(T a, T b) const { return a | b; }
+};
+template <class T>
+struct bit_xor {
+  T operator()(T a, T b) const { return a ^ b; }
+};
 
 // Every thread of the tile gets the reduction of all the tile's values (butterfly).
 template <unsigned N, class P, class T, class Op>
 inline T reduce(const thread_block_tile<N, P>& g, T val, Op op, int line = __builtin_LINE()) {
-  for (unsigned offset = N / 2; offset > 0; offset /= 2) val = op(val, g.shfl_xor(val, offset, line));
+  for (unsigned offset = N / 2; offset > 0; offset /= 2)
+    val = op(val, g.shfl_xor(val, offset, line));
   return val;
 }
 

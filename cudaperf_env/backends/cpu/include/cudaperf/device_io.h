@@ -1,4 +1,4 @@
-// Device printf (serialized, capped at 64 KiB per process) and device assert (the device_assert fatal line).
+// Device printf (serialized, capped at 64 KiB per process) and device assert (device_assert).
 #pragma once
 
 namespace cudaperf {
@@ -7,14 +7,11 @@ namespace detail {
 constexpr size_t kPrintfCap = 64 * 1024;
 
 struct PrintfState {
-  std::mutex mu;
+  pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
   size_t written = 0;
   bool capped = false;
 };
-inline PrintfState& printf_state() {
-  static PrintfState* s = new PrintfState();
-  return *s;
-}
+inline PrintfState g_printf;
 
 inline bool in_kernel() { return tls_worker != nullptr && tls_worker->kernel != nullptr; }
 
@@ -27,16 +24,20 @@ CUDAPERF_COLD inline int device_vprintf(const char* fmt, va_list args) {
   int n = std::vsnprintf(small, sizeof small, fmt, copy);
   va_end(copy);
   if (n < 0) return n;
-  std::vector<char> big;
+  char* big = nullptr;
   const char* text = small;
   if (static_cast<size_t>(n) >= sizeof small) {
-    big.resize(static_cast<size_t>(n) + 1);
-    std::vsnprintf(big.data(), big.size(), fmt, args);
-    text = big.data();
+    big = static_cast<char*>(std::malloc(static_cast<size_t>(n) + 1));
+    if (big == nullptr) return -1;
+    std::vsnprintf(big, static_cast<size_t>(n) + 1, fmt, args);
+    text = big;
   }
-  PrintfState& s = printf_state();
-  std::lock_guard<std::mutex> lock(s.mu);
-  if (s.capped) return n;
+  PrintfState& s = g_printf;
+  MutexLock lock(&s.mu);
+  if (s.capped) {
+    std::free(big);
+    return n;
+  }
   size_t len = static_cast<size_t>(n);
   if (s.written + len > kPrintfCap) {
     len = kPrintfCap - s.written;
@@ -45,10 +46,10 @@ CUDAPERF_COLD inline int device_vprintf(const char* fmt, va_list args) {
   write_all(1, text, len);
   s.written += len;
   if (s.capped) {
-    static const char kNotice[] =
-        "\n[cudaperf: device printf output truncated at 65536 bytes]\n";
+    static const char kNotice[] = "\n[cudaperf: device printf output truncated at 65536 bytes]\n";
     write_all(1, kNotice, sizeof kNotice - 1);
   }
+  std::free(big);
   return n;
 }
 

@@ -1,4 +1,4 @@
-// CUDA math API on the CPU: CUDA-only functions (rsqrtf, erfinvf, ...), fast and directed-rounding intrinsics, conversions, min/max.
+// CUDA math API: CUDA-only functions, fast and directed-rounding intrinsics, conversions, min/max.
 #pragma once
 
 namespace cudaperf {
@@ -36,12 +36,12 @@ inline double normcdfinv(double p) {
   if (std::isnan(p) || p < 0.0 || p > 1.0) return std::nan("");
   if (p == 0.0) return -HUGE_VAL;
   if (p == 1.0) return HUGE_VAL;
-  static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
-                             1.383577518672690e+02, -3.066479806614716e+01, 2.506628277459239e+00};
+  static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,  -2.759285104469687e+02,
+                             1.383577518672690e+02,  -3.066479806614716e+01, 2.506628277459239e+00};
   static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
                              6.680131188771972e+01, -1.328068155288572e+01};
   static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
-                             -2.549732539343734e+00, 4.374664141464968e+00, 2.938163982698783e+00};
+                             -2.549732539343734e+00, 4.374664141464968e+00,  2.938163982698783e+00};
   static const double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
                              3.754408661907416e+00};
   double x;
@@ -85,20 +85,57 @@ inline double erfcx(double x) {
   }
   return sum / (x * std::sqrt(kPi));
 }
-inline double cyl_bessel_i0(double x) { return std::cyl_bessel_i(0.0, std::fabs(x)); }
-inline double cyl_bessel_i1(double x) {
-  double v = std::cyl_bessel_i(1.0, std::fabs(x));
-  return x < 0 ? -v : v;
+// Modified Bessel functions I0 and I1: power series up to |x| = 20, then the asymptotic
+// series e^x / sqrt(2 pi x) * sum_k (-1)^k a_k(nu) / x^k, both accurate to double precision.
+inline double bessel_i(int nu, double x) {
+  double ax = std::fabs(x);
+  double r;
+  if (ax <= 20.0) {
+    double q = ax * ax / 4, term = nu == 0 ? 1.0 : ax / 2;
+    r = term;
+    for (int k = 1; k < 200 && term > r * 1e-17; ++k) {
+      term *= q / (static_cast<double>(k) * (k + nu));
+      r += term;
+    }
+  } else {
+    double mu = 4.0 * nu * nu, term = 1.0, sum = 1.0;
+    for (int k = 1; k < 30; ++k) {
+      term *= -(mu - (2.0 * k - 1) * (2.0 * k - 1)) / (k * 8.0 * ax);
+      sum += term;
+    }
+    r = std::exp(ax) / std::sqrt(2 * kPi * ax) * sum;
+  }
+  return (nu == 1 && x < 0) ? -r : r;
 }
+inline double cyl_bessel_i0(double x) { return bessel_i(0, x); }
+inline double cyl_bessel_i1(double x) { return bessel_i(1, x); }
 
 // Hides a value from the optimizer (no constant folding across a rounding-mode change).
 // Overloads, not a template: templates used here would be instantiated in every submission.
-inline float opaque(float v) { __asm__ volatile("" : "+m"(v)); return v; }
-inline double opaque(double v) { __asm__ volatile("" : "+m"(v)); return v; }
-inline int opaque(int v) { __asm__ volatile("" : "+m"(v)); return v; }
-inline unsigned opaque(unsigned v) { __asm__ volatile("" : "+m"(v)); return v; }
-inline long long opaque(long long v) { __asm__ volatile("" : "+m"(v)); return v; }
-inline unsigned long long opaque(unsigned long long v) { __asm__ volatile("" : "+m"(v)); return v; }
+inline float opaque(float v) {
+  __asm__ volatile("" : "+m"(v));
+  return v;
+}
+inline double opaque(double v) {
+  __asm__ volatile("" : "+m"(v));
+  return v;
+}
+inline int opaque(int v) {
+  __asm__ volatile("" : "+m"(v));
+  return v;
+}
+inline unsigned opaque(unsigned v) {
+  __asm__ volatile("" : "+m"(v));
+  return v;
+}
+inline long long opaque(long long v) {
+  __asm__ volatile("" : "+m"(v));
+  return v;
+}
+inline unsigned long long opaque(unsigned long long v) {
+  __asm__ volatile("" : "+m"(v));
+  return v;
+}
 
 // CUDA's saturating conversions of an integral-valued v: NaN gives 0, out-of-range values clamp.
 inline long long clamp_signed(double v, long long lo, long long hi) {
@@ -143,9 +180,9 @@ inline void sincospif(float x, float* s, float* c) {
 inline void sincospi(float x, float* s, float* c) { sincospif(x, s, c); }
 inline void sincos(float x, float* s, float* c) { ::sincosf(x, s, c); }
 
-#define CUDAPERF_UNARY(name)                                                                     \
-  inline double name(double x) { return ::cudaperf::math::name(x); }                             \
-  inline float name(float x) { return static_cast<float>(::cudaperf::math::name(x)); }           \
+#define CUDAPERF_UNARY(name)                                                           \
+  inline double name(double x) { return ::cudaperf::math::name(x); }                   \
+  inline float name(float x) { return static_cast<float>(::cudaperf::math::name(x)); } \
   inline float name##f(float x) { return static_cast<float>(::cudaperf::math::name(x)); }
 CUDAPERF_UNARY(normcdf)
 CUDAPERF_UNARY(normcdfinv)
@@ -204,83 +241,87 @@ inline float fdividef(float x, float y) { return x / y; }
 
 inline float __fdividef(float x, float y) { return x / y; }
 inline float __saturatef(float x) { return x >= 1.0f ? 1.0f : (x > 0.0f ? x : 0.0f); }
-inline float __frsqrt_rn(float x) { return static_cast<float>(1.0 / std::sqrt(static_cast<double>(x))); }
+inline float __frsqrt_rn(float x) {
+  return static_cast<float>(1.0 / std::sqrt(static_cast<double>(x)));
+}
 
 // Evaluates `expr` with the FPU in rounding mode `mode` and returns it. The empty asm statements
 // pin the arithmetic between the two mode switches.
-#define CUDAPERF_IN_MODE(T, mode, expr)           \
-  int saved_mode = fegetround();                  \
-  fesetround(mode);                               \
-  __asm__ volatile("" ::: "memory");              \
-  T result = (expr);                              \
-  __asm__ volatile("" : "+m"(result)::"memory");  \
-  fesetround(saved_mode);                         \
+#define CUDAPERF_IN_MODE(T, mode, expr)          \
+  int saved_mode = fegetround();                 \
+  fesetround(mode);                              \
+  __asm__ volatile("" ::: "memory");             \
+  T result = (expr);                             \
+  __asm__ volatile("" : "+m"(result)::"memory"); \
+  fesetround(saved_mode);                        \
   return result;
 
-#define CUDAPERF_ROUNDED(suffix, mode)                                                              \
-  inline float __fadd_##suffix(float a, float b) {                                                  \
-    CUDAPERF_IN_MODE(float, mode, ::cudaperf::math::opaque(a) + b)                                 \
-  }                                                                                                 \
-  inline float __fsub_##suffix(float a, float b) {                                                  \
-    CUDAPERF_IN_MODE(float, mode, ::cudaperf::math::opaque(a) - b)                                 \
-  }                                                                                                 \
-  inline float __fmul_##suffix(float a, float b) {                                                  \
-    CUDAPERF_IN_MODE(float, mode, ::cudaperf::math::opaque(a) * b)                                 \
-  }                                                                                                 \
-  inline float __fdiv_##suffix(float a, float b) {                                                  \
-    CUDAPERF_IN_MODE(float, mode, ::cudaperf::math::opaque(a) / b)                                 \
-  }                                                                                                 \
-  inline float __frcp_##suffix(float a) {                                                           \
-    CUDAPERF_IN_MODE(float, mode, 1.0f / ::cudaperf::math::opaque(a))                              \
-  }                                                                                                 \
-  inline float __fsqrt_##suffix(float a) {                                                          \
-    CUDAPERF_IN_MODE(float, mode, std::sqrt(::cudaperf::math::opaque(a)))                          \
-  }                                                                                                 \
-  inline float __fmaf_##suffix(float a, float b, float c) {                                         \
-    CUDAPERF_IN_MODE(float, mode, std::fma(::cudaperf::math::opaque(a), b, c))                     \
-  }                                                                                                 \
-  inline float __fmaf_ieee_##suffix(float a, float b, float c) { return __fmaf_##suffix(a, b, c); } \
-  inline double __dadd_##suffix(double a, double b) {                                               \
-    CUDAPERF_IN_MODE(double, mode, ::cudaperf::math::opaque(a) + b)                                \
-  }                                                                                                 \
-  inline double __dsub_##suffix(double a, double b) {                                               \
-    CUDAPERF_IN_MODE(double, mode, ::cudaperf::math::opaque(a) - b)                                \
-  }                                                                                                 \
-  inline double __dmul_##suffix(double a, double b) {                                               \
-    CUDAPERF_IN_MODE(double, mode, ::cudaperf::math::opaque(a) * b)                                \
-  }                                                                                                 \
-  inline double __ddiv_##suffix(double a, double b) {                                               \
-    CUDAPERF_IN_MODE(double, mode, ::cudaperf::math::opaque(a) / b)                                \
-  }                                                                                                 \
-  inline double __drcp_##suffix(double a) {                                                         \
-    CUDAPERF_IN_MODE(double, mode, 1.0 / ::cudaperf::math::opaque(a))                              \
-  }                                                                                                 \
-  inline double __dsqrt_##suffix(double a) {                                                        \
-    CUDAPERF_IN_MODE(double, mode, std::sqrt(::cudaperf::math::opaque(a)))                         \
-  }                                                                                                 \
-  inline double __fma_##suffix(double a, double b, double c) {                                      \
-    CUDAPERF_IN_MODE(double, mode, std::fma(::cudaperf::math::opaque(a), b, c))                    \
-  }                                                                                                 \
-  inline float __int2float_##suffix(int v) {                                                        \
-    CUDAPERF_IN_MODE(float, mode, static_cast<float>(::cudaperf::math::opaque(v)))                 \
-  }                                                                                                 \
-  inline float __uint2float_##suffix(unsigned v) {                                                  \
-    CUDAPERF_IN_MODE(float, mode, static_cast<float>(::cudaperf::math::opaque(v)))                 \
-  }                                                                                                 \
-  inline float __ll2float_##suffix(long long v) {                                                   \
-    CUDAPERF_IN_MODE(float, mode, static_cast<float>(::cudaperf::math::opaque(v)))                 \
-  }                                                                                                 \
-  inline float __ull2float_##suffix(unsigned long long v) {                                         \
-    CUDAPERF_IN_MODE(float, mode, static_cast<float>(::cudaperf::math::opaque(v)))                 \
-  }                                                                                                 \
-  inline double __ll2double_##suffix(long long v) {                                                 \
-    CUDAPERF_IN_MODE(double, mode, static_cast<double>(::cudaperf::math::opaque(v)))               \
-  }                                                                                                 \
-  inline double __ull2double_##suffix(unsigned long long v) {                                       \
-    CUDAPERF_IN_MODE(double, mode, static_cast<double>(::cudaperf::math::opaque(v)))               \
-  }                                                                                                 \
-  inline float __double2float_##suffix(double v) {                                                  \
-    CUDAPERF_IN_MODE(float, mode, static_cast<float>(::cudaperf::math::opaque(v)))                 \
+#define CUDAPERF_ROUNDED(suffix, mode)                                               \
+  inline float __fadd_##suffix(float a, float b) {                                   \
+    CUDAPERF_IN_MODE(float, mode, ::cudaperf::math::opaque(a) + b)                   \
+  }                                                                                  \
+  inline float __fsub_##suffix(float a, float b) {                                   \
+    CUDAPERF_IN_MODE(float, mode, ::cudaperf::math::opaque(a) - b)                   \
+  }                                                                                  \
+  inline float __fmul_##suffix(float a, float b) {                                   \
+    CUDAPERF_IN_MODE(float, mode, ::cudaperf::math::opaque(a) * b)                   \
+  }                                                                                  \
+  inline float __fdiv_##suffix(float a, float b) {                                   \
+    CUDAPERF_IN_MODE(float, mode, ::cudaperf::math::opaque(a) / b)                   \
+  }                                                                                  \
+  inline float __frcp_##suffix(float a) {                                            \
+    CUDAPERF_IN_MODE(float, mode, 1.0f / ::cudaperf::math::opaque(a))                \
+  }                                                                                  \
+  inline float __fsqrt_##suffix(float a) {                                           \
+    CUDAPERF_IN_MODE(float, mode, std::sqrt(::cudaperf::math::opaque(a)))            \
+  }                                                                                  \
+  inline float __fmaf_##suffix(float a, float b, float c) {                          \
+    CUDAPERF_IN_MODE(float, mode, std::fma(::cudaperf::math::opaque(a), b, c))       \
+  }                                                                                  \
+  inline float __fmaf_ieee_##suffix(float a, float b, float c) {                     \
+    return __fmaf_##suffix(a, b, c);                                                 \
+  }                                                                                  \
+  inline double __dadd_##suffix(double a, double b) {                                \
+    CUDAPERF_IN_MODE(double, mode, ::cudaperf::math::opaque(a) + b)                  \
+  }                                                                                  \
+  inline double __dsub_##suffix(double a, double b) {                                \
+    CUDAPERF_IN_MODE(double, mode, ::cudaperf::math::opaque(a) - b)                  \
+  }                                                                                  \
+  inline double __dmul_##suffix(double a, double b) {                                \
+    CUDAPERF_IN_MODE(double, mode, ::cudaperf::math::opaque(a) * b)                  \
+  }                                                                                  \
+  inline double __ddiv_##suffix(double a, double b) {                                \
+    CUDAPERF_IN_MODE(double, mode, ::cudaperf::math::opaque(a) / b)                  \
+  }                                                                                  \
+  inline double __drcp_##suffix(double a) {                                          \
+    CUDAPERF_IN_MODE(double, mode, 1.0 / ::cudaperf::math::opaque(a))                \
+  }                                                                                  \
+  inline double __dsqrt_##suffix(double a) {                                         \
+    CUDAPERF_IN_MODE(double, mode, std::sqrt(::cudaperf::math::opaque(a)))           \
+  }                                                                                  \
+  inline double __fma_##suffix(double a, double b, double c) {                       \
+    CUDAPERF_IN_MODE(double, mode, std::fma(::cudaperf::math::opaque(a), b, c))      \
+  }                                                                                  \
+  inline float __int2float_##suffix(int v) {                                         \
+    CUDAPERF_IN_MODE(float, mode, static_cast<float>(::cudaperf::math::opaque(v)))   \
+  }                                                                                  \
+  inline float __uint2float_##suffix(unsigned v) {                                   \
+    CUDAPERF_IN_MODE(float, mode, static_cast<float>(::cudaperf::math::opaque(v)))   \
+  }                                                                                  \
+  inline float __ll2float_##suffix(long long v) {                                    \
+    CUDAPERF_IN_MODE(float, mode, static_cast<float>(::cudaperf::math::opaque(v)))   \
+  }                                                                                  \
+  inline float __ull2float_##suffix(unsigned long long v) {                          \
+    CUDAPERF_IN_MODE(float, mode, static_cast<float>(::cudaperf::math::opaque(v)))   \
+  }                                                                                  \
+  inline double __ll2double_##suffix(long long v) {                                  \
+    CUDAPERF_IN_MODE(double, mode, static_cast<double>(::cudaperf::math::opaque(v))) \
+  }                                                                                  \
+  inline double __ull2double_##suffix(unsigned long long v) {                        \
+    CUDAPERF_IN_MODE(double, mode, static_cast<double>(::cudaperf::math::opaque(v))) \
+  }                                                                                  \
+  inline float __double2float_##suffix(double v) {                                   \
+    CUDAPERF_IN_MODE(float, mode, static_cast<float>(::cudaperf::math::opaque(v)))   \
   }
 CUDAPERF_ROUNDED(rz, FE_TOWARDZERO)
 CUDAPERF_ROUNDED(ru, FE_UPWARD)
@@ -317,10 +358,10 @@ inline double __int2double_rn(int v) { return v; }
 inline double __uint2double_rn(unsigned v) { return v; }
 
 // Float/double -> integer: rn is round-half-even, all saturate like the hardware.
-#define CUDAPERF_TO_INT(F, fname, I, iname, CLAMP)                                                 \
-  inline I __##fname##2##iname##_rn(F v) { return static_cast<I>(CLAMP(std::nearbyint(v))); }     \
-  inline I __##fname##2##iname##_rz(F v) { return static_cast<I>(CLAMP(std::trunc(v))); }         \
-  inline I __##fname##2##iname##_ru(F v) { return static_cast<I>(CLAMP(std::ceil(v))); }          \
+#define CUDAPERF_TO_INT(F, fname, I, iname, CLAMP)                                            \
+  inline I __##fname##2##iname##_rn(F v) { return static_cast<I>(CLAMP(std::nearbyint(v))); } \
+  inline I __##fname##2##iname##_rz(F v) { return static_cast<I>(CLAMP(std::trunc(v))); }     \
+  inline I __##fname##2##iname##_ru(F v) { return static_cast<I>(CLAMP(std::ceil(v))); }      \
   inline I __##fname##2##iname##_rd(F v) { return static_cast<I>(CLAMP(std::floor(v))); }
 #define CUDAPERF_CLAMP_INT(v) ::cudaperf::math::clamp_signed(v, INT_MIN, INT_MAX)
 #define CUDAPERF_CLAMP_UINT(v) ::cudaperf::math::clamp_unsigned(v, UINT_MAX)
@@ -341,17 +382,42 @@ CUDAPERF_TO_INT(double, double, unsigned long long, ull, CUDAPERF_CLAMP_ULL)
 #undef CUDAPERF_CLAMP_ULL
 
 // Bit reinterpretation.
-inline int __float_as_int(float x) { int r; std::memcpy(&r, &x, 4); return r; }
-inline unsigned __float_as_uint(float x) { unsigned r; std::memcpy(&r, &x, 4); return r; }
-inline float __int_as_float(int x) { float r; std::memcpy(&r, &x, 4); return r; }
-inline float __uint_as_float(unsigned x) { float r; std::memcpy(&r, &x, 4); return r; }
-inline long long __double_as_longlong(double x) { long long r; std::memcpy(&r, &x, 8); return r; }
-inline double __longlong_as_double(long long x) { double r; std::memcpy(&r, &x, 8); return r; }
+inline int __float_as_int(float x) {
+  int r;
+  std::memcpy(&r, &x, 4);
+  return r;
+}
+inline unsigned __float_as_uint(float x) {
+  unsigned r;
+  std::memcpy(&r, &x, 4);
+  return r;
+}
+inline float __int_as_float(int x) {
+  float r;
+  std::memcpy(&r, &x, 4);
+  return r;
+}
+inline float __uint_as_float(unsigned x) {
+  float r;
+  std::memcpy(&r, &x, 4);
+  return r;
+}
+inline long long __double_as_longlong(double x) {
+  long long r;
+  std::memcpy(&r, &x, 8);
+  return r;
+}
+inline double __longlong_as_double(long long x) {
+  double r;
+  std::memcpy(&r, &x, 8);
+  return r;
+}
 inline int __double2hiint(double x) { return static_cast<int>(__double_as_longlong(x) >> 32); }
 inline int __double2loint(double x) { return static_cast<int>(__double_as_longlong(x)); }
 inline double __hiloint2double(int hi, int lo) {
-  return __longlong_as_double(static_cast<long long>(
-      (static_cast<unsigned long long>(static_cast<unsigned>(hi)) << 32) | static_cast<unsigned>(lo)));
+  return __longlong_as_double(
+      static_cast<long long>((static_cast<unsigned long long>(static_cast<unsigned>(hi)) << 32) |
+                             static_cast<unsigned>(lo)));
 }
 
 // ---- min / max ----------------------------------------------------------------------------
@@ -381,5 +447,9 @@ inline unsigned umin(unsigned a, unsigned b) { return a < b ? a : b; }
 inline unsigned umax(unsigned a, unsigned b) { return a > b ? a : b; }
 inline long long llmin(long long a, long long b) { return a < b ? a : b; }
 inline long long llmax(long long a, long long b) { return a > b ? a : b; }
-inline unsigned long long ullmin(unsigned long long a, unsigned long long b) { return a < b ? a : b; }
-inline unsigned long long ullmax(unsigned long long a, unsigned long long b) { return a > b ? a : b; }
+inline unsigned long long ullmin(unsigned long long a, unsigned long long b) {
+  return a < b ? a : b;
+}
+inline unsigned long long ullmax(unsigned long long a, unsigned long long b) {
+  return a > b ? a : b;
+}

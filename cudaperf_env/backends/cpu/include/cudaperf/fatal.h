@@ -1,4 +1,4 @@
-// Fatal errors: one async-signal-safe "cudaperf-fatal: <kind>: <message>" line on fd 2, then _exit(code).
+// Fatal errors: one async-signal-safe "cudaperf-fatal: <kind>: <message>" line, then _exit(code).
 #pragma once
 
 namespace cudaperf {
@@ -73,10 +73,10 @@ inline void write_all(int fd, const char* p, size_t n) {
 
 // Set by the first fatal report; later reporters (other workers hitting errors at the same
 // moment) wait to be killed by its _exit so that exactly one line is written.
-inline std::atomic<int> g_fatal_started{0};
+inline int g_fatal_started = 0;  // __atomic builtins
 
 [[noreturn]] CUDAPERF_COLD inline void fatal_exit(const char* kind, int code, const Line& message) {
-  if (g_fatal_started.exchange(1) != 0) {
+  if (__atomic_exchange_n(&g_fatal_started, 1, __ATOMIC_ACQ_REL) != 0) {
     for (;;) ::pause();
   }
   Line out;
@@ -94,8 +94,9 @@ inline std::atomic<int> g_fatal_started{0};
 
 // For fatal errors outside signal handlers: host output printed before the failure is flushed
 // first (stdout is fully buffered when it is a pipe and _exit would drop it).
-[[noreturn]] CUDAPERF_COLD inline void fatal_exit_flush(const char* kind, int code, const Line& message) {
-  if (g_fatal_started.load() == 0) std::fflush(stdout);
+[[noreturn]] CUDAPERF_COLD inline void fatal_exit_flush(const char* kind, int code,
+                                                        const Line& message) {
+  if (__atomic_load_n(&g_fatal_started, __ATOMIC_ACQUIRE) == 0) std::fflush(stdout);
   fatal_exit(kind, code, message);
 }
 

@@ -1,4 +1,4 @@
-// Fibers: guard-paged stacks and the context switch that lets each CUDA thread of a block wait at barriers.
+// Fibers: guard-paged stacks and the context switch that lets CUDA threads wait at barriers.
 #pragma once
 
 namespace cudaperf {
@@ -41,10 +41,10 @@ inline void ctx_switch(Ctx* from, Ctx* to) { fiber_switch(&from->sp, to->sp); }
 // alignment (rsp % 16 == 8 at function entry, as if called).
 inline void ctx_make(Ctx* c, char* lo, char* top) {
   (void)lo;
-  void** sp = reinterpret_cast<void**>(top);  // 64-byte aligned
-  *--sp = nullptr;                                          // fiber_entry's (unused) return address
-  *--sp = reinterpret_cast<void*>(&fiber_entry);            // popped by `ret`
-  for (int i = 0; i < 6; ++i) *--sp = nullptr;              // rbp, rbx, r12-r15
+  void** sp = reinterpret_cast<void**>(top);      // 64-byte aligned
+  *--sp = nullptr;                                // fiber_entry's (unused) return address
+  *--sp = reinterpret_cast<void*>(&fiber_entry);  // popped by `ret`
+  for (int i = 0; i < 6; ++i) *--sp = nullptr;    // rbp, rbx, r12-r15
   c->sp = sp;
 }
 
@@ -93,8 +93,8 @@ class StackPool {
       unsigned cap = 64;
       while (cap < count) cap *= 2;
       size_t slot = kGuard + stack_size + kColor;
-      void* p = ::mmap(nullptr, slot * cap, PROT_NONE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      void* p = ::mmap(nullptr, slot * cap, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                       -1, 0);
       if (p == MAP_FAILED) return false;
       base_ = static_cast<char*>(p);
       stack_ = stack_size;

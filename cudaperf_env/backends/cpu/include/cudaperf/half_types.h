@@ -1,4 +1,4 @@
-// Software __half and __nv_bfloat16 (and their pairs): 16-bit storage, correctly rounded conversions.
+// Software __half and __nv_bfloat16 (and pairs): 16-bit storage, correctly rounded conversions.
 #pragma once
 
 namespace cudaperf {
@@ -22,8 +22,10 @@ inline unsigned short float_to_half(float f, int mode = kRN) {
   uint32_t x = float_bits(f);
   uint32_t sign = (x >> 16) & 0x8000u;
   uint32_t ax = x & 0x7fffffffu;
-  if (ax >= 0x7f800000u) return static_cast<unsigned short>(sign | (ax > 0x7f800000u ? 0x7e00u : 0x7c00u));
-  bool away = (mode == kRU && sign == 0) || (mode == kRD && sign != 0);  // inexact rounds up in magnitude
+  if (ax >= 0x7f800000u)
+    return static_cast<unsigned short>(sign | (ax > 0x7f800000u ? 0x7e00u : 0x7c00u));
+  bool away =
+      (mode == kRU && sign == 0) || (mode == kRD && sign != 0);  // inexact rounds up in magnitude
   int e = static_cast<int>(ax >> 23) - 127;
   if (e > 15) return static_cast<unsigned short>(sign | (mode == kRN || away ? 0x7c00u : 0x7bffu));
   uint32_t mant = ax & 0x7fffffu;
@@ -102,10 +104,14 @@ inline unsigned short to_bf16(long double v, int mode = kRN) {
 
 inline double rounded(float v, int mode) {
   switch (mode) {
-    case kRN: return std::nearbyint(v);
-    case kRU: return std::ceil(v);
-    case kRD: return std::floor(v);
-    default: return std::trunc(v);
+    case kRN:
+      return std::nearbyint(v);
+    case kRU:
+      return std::ceil(v);
+    case kRD:
+      return std::floor(v);
+    default:
+      return std::trunc(v);
   }
 }
 // Saturating conversions to integers (NaN gives 0), like the hardware's.
@@ -134,47 +140,47 @@ struct __nv_bfloat162_raw {
 
 // The same constructors and conversion operators as CUDA's, so overload resolution (and its
 // ambiguities, e.g. `h * 2.0f`) matches nvcc. Integer conversions truncate and saturate.
-#define CUDAPERF_HALF_CLASS(H, RAW, TO16, FROM16, OTHER)                                         \
-  struct alignas(2) H {                                                                           \
-    unsigned short __x;                                                                           \
-    H() = default;                                                                                \
-    constexpr H(const RAW& r) : __x(r.x) {}                                                       \
-    H(float f) : __x(::cudaperf::fp16::TO16(f)) {}                                                \
-    H(double f) : __x(::cudaperf::fp16::to_##FROM16(f)) {}                                        \
-    H(short v) : __x(::cudaperf::fp16::to_##FROM16(v)) {}                                         \
-    H(unsigned short v) : __x(::cudaperf::fp16::to_##FROM16(v)) {}                                \
-    H(int v) : __x(::cudaperf::fp16::to_##FROM16(v)) {}                                           \
-    H(unsigned int v) : __x(::cudaperf::fp16::to_##FROM16(v)) {}                                  \
-    H(long v) : __x(::cudaperf::fp16::to_##FROM16(v)) {}                                          \
-    H(unsigned long v) : __x(::cudaperf::fp16::to_##FROM16(v)) {}                                 \
-    H(long long v) : __x(::cudaperf::fp16::to_##FROM16(v)) {}                                     \
-    H(unsigned long long v) : __x(::cudaperf::fp16::to_##FROM16(v)) {}                            \
-    explicit H(const OTHER& o);                                                                   \
-    H& operator=(const RAW& r) {                                                                  \
-      __x = r.x;                                                                                  \
-      return *this;                                                                               \
-    }                                                                                             \
-    operator RAW() const { return RAW{__x}; }                                                     \
-    operator float() const { return value(); }                                                    \
-    operator signed char() const { return static_cast<signed char>(rz(SCHAR_MIN, SCHAR_MAX)); }   \
-    operator unsigned char() const { return static_cast<unsigned char>(rz(0, UCHAR_MAX)); }       \
-    operator char() const { return static_cast<char>(rz(CHAR_MIN, CHAR_MAX)); }                   \
-    operator short() const { return static_cast<short>(rz(SHRT_MIN, SHRT_MAX)); }                 \
-    operator unsigned short() const { return static_cast<unsigned short>(rz(0, USHRT_MAX)); }     \
-    operator int() const { return static_cast<int>(rz(INT_MIN, INT_MAX)); }                       \
-    operator unsigned int() const { return static_cast<unsigned>(rz_u(UINT_MAX)); }               \
-    operator long() const { return static_cast<long>(rz(LONG_MIN, LONG_MAX)); }                   \
-    operator unsigned long() const { return static_cast<unsigned long>(rz_u(ULONG_MAX)); }        \
-    operator long long() const { return rz(LLONG_MIN, LLONG_MAX); }                               \
-    operator unsigned long long() const { return rz_u(ULLONG_MAX); }                              \
-    constexpr operator bool() const { return (__x & 0x7fffu) != 0; }                              \
-    float value() const { return ::cudaperf::fp16::FROM16##_to_float(__x); }                      \
-    long long rz(long long lo, long long hi) const {                                              \
-      return ::cudaperf::fp16::to_signed(value(), ::cudaperf::fp16::kRZ, lo, hi);                 \
-    }                                                                                             \
-    unsigned long long rz_u(unsigned long long hi) const {                                        \
-      return ::cudaperf::fp16::to_unsigned(value(), ::cudaperf::fp16::kRZ, hi);                   \
-    }                                                                                             \
+#define CUDAPERF_HALF_CLASS(H, RAW, TO16, FROM16, OTHER)                                        \
+  struct alignas(2) H {                                                                         \
+    unsigned short __x;                                                                         \
+    H() = default;                                                                              \
+    constexpr H(const RAW& r) : __x(r.x) {}                                                     \
+    H(float f) : __x(::cudaperf::fp16::TO16(f)) {}                                              \
+    H(double f) : __x(::cudaperf::fp16::to_##FROM16(f)) {}                                      \
+    H(short v) : __x(::cudaperf::fp16::to_##FROM16(v)) {}                                       \
+    H(unsigned short v) : __x(::cudaperf::fp16::to_##FROM16(v)) {}                              \
+    H(int v) : __x(::cudaperf::fp16::to_##FROM16(v)) {}                                         \
+    H(unsigned int v) : __x(::cudaperf::fp16::to_##FROM16(v)) {}                                \
+    H(long v) : __x(::cudaperf::fp16::to_##FROM16(v)) {}                                        \
+    H(unsigned long v) : __x(::cudaperf::fp16::to_##FROM16(v)) {}                               \
+    H(long long v) : __x(::cudaperf::fp16::to_##FROM16(v)) {}                                   \
+    H(unsigned long long v) : __x(::cudaperf::fp16::to_##FROM16(v)) {}                          \
+    explicit H(const OTHER& o);                                                                 \
+    H& operator=(const RAW& r) {                                                                \
+      __x = r.x;                                                                                \
+      return *this;                                                                             \
+    }                                                                                           \
+    operator RAW() const { return RAW{__x}; }                                                   \
+    operator float() const { return value(); }                                                  \
+    operator signed char() const { return static_cast<signed char>(rz(SCHAR_MIN, SCHAR_MAX)); } \
+    operator unsigned char() const { return static_cast<unsigned char>(rz(0, UCHAR_MAX)); }     \
+    operator char() const { return static_cast<char>(rz(CHAR_MIN, CHAR_MAX)); }                 \
+    operator short() const { return static_cast<short>(rz(SHRT_MIN, SHRT_MAX)); }               \
+    operator unsigned short() const { return static_cast<unsigned short>(rz(0, USHRT_MAX)); }   \
+    operator int() const { return static_cast<int>(rz(INT_MIN, INT_MAX)); }                     \
+    operator unsigned int() const { return static_cast<unsigned>(rz_u(UINT_MAX)); }             \
+    operator long() const { return static_cast<long>(rz(LONG_MIN, LONG_MAX)); }                 \
+    operator unsigned long() const { return static_cast<unsigned long>(rz_u(ULONG_MAX)); }      \
+    operator long long() const { return rz(LLONG_MIN, LLONG_MAX); }                             \
+    operator unsigned long long() const { return rz_u(ULLONG_MAX); }                            \
+    constexpr operator bool() const { return (__x & 0x7fffu) != 0; }                            \
+    float value() const { return ::cudaperf::fp16::FROM16##_to_float(__x); }                    \
+    long long rz(long long lo, long long hi) const {                                            \
+      return ::cudaperf::fp16::to_signed(value(), ::cudaperf::fp16::kRZ, lo, hi);               \
+    }                                                                                           \
+    unsigned long long rz_u(unsigned long long hi) const {                                      \
+      return ::cudaperf::fp16::to_unsigned(value(), ::cudaperf::fp16::kRZ, hi);                 \
+    }                                                                                           \
   };
 
 struct __nv_bfloat16;
@@ -185,18 +191,18 @@ inline __half::__half(const __nv_bfloat16& o) : __x(::cudaperf::fp16::float_to_h
 inline __nv_bfloat16::__nv_bfloat16(const __half& o)
     : __x(::cudaperf::fp16::float_to_bf16(o.value())) {}
 
-#define CUDAPERF_HALF_PAIR(H2, H, RAW2, RAW)                                                     \
-  struct alignas(4) H2 {                                                                          \
-    H x, y;                                                                                       \
-    H2() = default;                                                                               \
-    constexpr H2(const H& a, const H& b) : x(a), y(b) {}                                          \
-    constexpr H2(const RAW2& r) : x(RAW{r.x}), y(RAW{r.y}) {}                                     \
-    H2& operator=(const RAW2& r) {                                                                \
-      x = RAW{r.x};                                                                               \
-      y = RAW{r.y};                                                                               \
-      return *this;                                                                               \
-    }                                                                                             \
-    operator RAW2() const { return RAW2{x.__x, y.__x}; }                                          \
+#define CUDAPERF_HALF_PAIR(H2, H, RAW2, RAW)                  \
+  struct alignas(4) H2 {                                      \
+    H x, y;                                                   \
+    H2() = default;                                           \
+    constexpr H2(const H& a, const H& b) : x(a), y(b) {}      \
+    constexpr H2(const RAW2& r) : x(RAW{r.x}), y(RAW{r.y}) {} \
+    H2& operator=(const RAW2& r) {                            \
+      x = RAW{r.x};                                           \
+      y = RAW{r.y};                                           \
+      return *this;                                           \
+    }                                                         \
+    operator RAW2() const { return RAW2{x.__x, y.__x}; }      \
   };
 CUDAPERF_HALF_PAIR(__half2, __half, __half2_raw, __half_raw)
 CUDAPERF_HALF_PAIR(__nv_bfloat162, __nv_bfloat16, __nv_bfloat162_raw, __nv_bfloat16_raw)

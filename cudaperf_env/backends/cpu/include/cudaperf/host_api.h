@@ -1,18 +1,51 @@
-// The CUDA runtime host API, part 1: errors, allocation, copies, memset and symbols.
+// CUDA host API, part 1: errors, allocation, copies, memset and symbols.
 #pragma once
 
 namespace cudaperf {
 namespace detail {
 
-// Live device allocations, so cudaFree can reject pointers it never handed out.
-struct Allocations {
-  std::mutex mu;
-  std::map<const void*, size_t> sizes;
+// Live device allocations, so cudaFree can reject pointers it never handed out. A plain array:
+// programs hold few allocations, and std containers would be compiled into every submission.
+struct Allocation {
+  const void* ptr;
+  size_t bytes;
 };
-inline Allocations& allocations() {
-  static Allocations* a = new Allocations();  // leaked: frees may run during static destruction
-  return *a;
-}
+struct Allocations {
+  pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+  Allocation* items = nullptr;
+  size_t count = 0;
+  size_t capacity = 0;
+
+  bool add(const void* p, size_t bytes) {
+    if (count == capacity) {
+      size_t cap = capacity == 0 ? 64 : capacity * 2;
+      void* grown = std::realloc(items, cap * sizeof(Allocation));
+      if (grown == nullptr) return false;
+      items = static_cast<Allocation*>(grown);
+      capacity = cap;
+    }
+    items[count++] = Allocation{p, bytes};
+    return true;
+  }
+  bool remove(const void* p) {
+    for (size_t i = 0; i < count; ++i) {
+      if (items[i].ptr == p) {
+        items[i] = items[--count];
+        return true;
+      }
+    }
+    return false;
+  }
+  bool contains(const void* p) const {  // anywhere inside an allocation
+    const char* c = static_cast<const char*>(p);
+    for (size_t i = 0; i < count; ++i) {
+      const char* base = static_cast<const char*>(items[i].ptr);
+      if (c >= base && c < base + items[i].bytes) return true;
+    }
+    return false;
+  }
+};
+inline Allocations g_allocations;
 
 inline cudaError_t allocate(void** ptr, size_t bytes) {
   if (ptr == nullptr) return record_error(cudaErrorInvalidValue);
@@ -20,31 +53,33 @@ inline cudaError_t allocate(void** ptr, size_t bytes) {
   if (bytes == 0) return cudaSuccess;
   void* p = std::aligned_alloc(256, round_up(bytes, 256));  // cudaMalloc's alignment
   if (p == nullptr) return record_error(cudaErrorMemoryAllocation);
-  Allocations& a = allocations();
-  std::lock_guard<std::mutex> lock(a.mu);
-  a.sizes[p] = bytes;
+  MutexLock lock(&g_allocations.mu);
+  if (!g_allocations.add(p, bytes)) {
+    std::free(p);
+    return record_error(cudaErrorMemoryAllocation);
+  }
   *ptr = p;
   return cudaSuccess;
 }
 
 inline cudaError_t release(void* p) {
   if (p == nullptr) return cudaSuccess;
-  Allocations& a = allocations();
   {
-    std::lock_guard<std::mutex> lock(a.mu);
-    auto it = a.sizes.find(p);
-    if (it == a.sizes.end()) return record_error(cudaErrorInvalidValue);
-    a.sizes.erase(it);
+    MutexLock lock(&g_allocations.mu);
+    if (!g_allocations.remove(p)) return record_error(cudaErrorInvalidValue);
   }
   std::free(p);
   return cudaSuccess;
 }
 
-inline bool valid_kind(cudaMemcpyKind kind) { return kind >= cudaMemcpyHostToHost && kind <= cudaMemcpyDefault; }
+inline bool valid_kind(cudaMemcpyKind kind) {
+  return kind >= cudaMemcpyHostToHost && kind <= cudaMemcpyDefault;
+}
 
 inline double now_ms() {
-  using namespace std::chrono;
-  return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
+  timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
 }
 
 inline size_t physical_memory() {
@@ -101,47 +136,84 @@ inline int device_attribute(cudaDeviceAttr attr) {
   cudaDeviceProp p;
   fill_properties(&p);
   switch (attr) {
-    case cudaDevAttrMaxThreadsPerBlock: return p.maxThreadsPerBlock;
-    case cudaDevAttrMaxBlockDimX: return p.maxThreadsDim[0];
-    case cudaDevAttrMaxBlockDimY: return p.maxThreadsDim[1];
-    case cudaDevAttrMaxBlockDimZ: return p.maxThreadsDim[2];
-    case cudaDevAttrMaxGridDimX: return p.maxGridSize[0];
-    case cudaDevAttrMaxGridDimY: return p.maxGridSize[1];
-    case cudaDevAttrMaxGridDimZ: return p.maxGridSize[2];
-    case cudaDevAttrMaxSharedMemoryPerBlock: return static_cast<int>(p.sharedMemPerBlock);
-    case cudaDevAttrTotalConstantMemory: return static_cast<int>(p.totalConstMem);
-    case cudaDevAttrWarpSize: return p.warpSize;
-    case cudaDevAttrMaxPitch: return static_cast<int>(p.memPitch);
-    case cudaDevAttrMaxRegistersPerBlock: return p.regsPerBlock;
-    case cudaDevAttrClockRate: return p.clockRate;
-    case cudaDevAttrTextureAlignment: return static_cast<int>(p.textureAlignment);
-    case cudaDevAttrGpuOverlap: return 1;
-    case cudaDevAttrMultiProcessorCount: return p.multiProcessorCount;
-    case cudaDevAttrCanMapHostMemory: return 1;
-    case cudaDevAttrConcurrentKernels: return 1;
-    case cudaDevAttrMemoryClockRate: return p.memoryClockRate;
-    case cudaDevAttrGlobalMemoryBusWidth: return p.memoryBusWidth;
-    case cudaDevAttrL2CacheSize: return p.l2CacheSize;
-    case cudaDevAttrMaxThreadsPerMultiProcessor: return p.maxThreadsPerMultiProcessor;
-    case cudaDevAttrAsyncEngineCount: return p.asyncEngineCount;
-    case cudaDevAttrUnifiedAddressing: return 1;
-    case cudaDevAttrComputeCapabilityMajor: return p.major;
-    case cudaDevAttrComputeCapabilityMinor: return p.minor;
-    case cudaDevAttrGlobalL1CacheSupported: return 1;
-    case cudaDevAttrLocalL1CacheSupported: return 1;
+    case cudaDevAttrMaxThreadsPerBlock:
+      return p.maxThreadsPerBlock;
+    case cudaDevAttrMaxBlockDimX:
+      return p.maxThreadsDim[0];
+    case cudaDevAttrMaxBlockDimY:
+      return p.maxThreadsDim[1];
+    case cudaDevAttrMaxBlockDimZ:
+      return p.maxThreadsDim[2];
+    case cudaDevAttrMaxGridDimX:
+      return p.maxGridSize[0];
+    case cudaDevAttrMaxGridDimY:
+      return p.maxGridSize[1];
+    case cudaDevAttrMaxGridDimZ:
+      return p.maxGridSize[2];
+    case cudaDevAttrMaxSharedMemoryPerBlock:
+      return static_cast<int>(p.sharedMemPerBlock);
+    case cudaDevAttrTotalConstantMemory:
+      return static_cast<int>(p.totalConstMem);
+    case cudaDevAttrWarpSize:
+      return p.warpSize;
+    case cudaDevAttrMaxPitch:
+      return static_cast<int>(p.memPitch);
+    case cudaDevAttrMaxRegistersPerBlock:
+      return p.regsPerBlock;
+    case cudaDevAttrClockRate:
+      return p.clockRate;
+    case cudaDevAttrTextureAlignment:
+      return static_cast<int>(p.textureAlignment);
+    case cudaDevAttrGpuOverlap:
+      return 1;
+    case cudaDevAttrMultiProcessorCount:
+      return p.multiProcessorCount;
+    case cudaDevAttrCanMapHostMemory:
+      return 1;
+    case cudaDevAttrConcurrentKernels:
+      return 1;
+    case cudaDevAttrMemoryClockRate:
+      return p.memoryClockRate;
+    case cudaDevAttrGlobalMemoryBusWidth:
+      return p.memoryBusWidth;
+    case cudaDevAttrL2CacheSize:
+      return p.l2CacheSize;
+    case cudaDevAttrMaxThreadsPerMultiProcessor:
+      return p.maxThreadsPerMultiProcessor;
+    case cudaDevAttrAsyncEngineCount:
+      return p.asyncEngineCount;
+    case cudaDevAttrUnifiedAddressing:
+      return 1;
+    case cudaDevAttrComputeCapabilityMajor:
+      return p.major;
+    case cudaDevAttrComputeCapabilityMinor:
+      return p.minor;
+    case cudaDevAttrGlobalL1CacheSupported:
+      return 1;
+    case cudaDevAttrLocalL1CacheSupported:
+      return 1;
     case cudaDevAttrMaxSharedMemoryPerMultiprocessor:
       return static_cast<int>(p.sharedMemPerMultiprocessor);
-    case cudaDevAttrMaxRegistersPerMultiprocessor: return p.regsPerMultiprocessor;
-    case cudaDevAttrManagedMemory: return 1;
-    case cudaDevAttrHostNativeAtomicSupported: return 1;
-    case cudaDevAttrSingleToDoublePrecisionPerfRatio: return 2;
-    case cudaDevAttrPageableMemoryAccess: return 1;
-    case cudaDevAttrConcurrentManagedAccess: return 1;
-    case cudaDevAttrMaxSharedMemoryPerBlockOptin: return static_cast<int>(p.sharedMemPerBlockOptin);
-    case cudaDevAttrMaxBlocksPerMultiprocessor: return p.maxBlocksPerMultiProcessor;
+    case cudaDevAttrMaxRegistersPerMultiprocessor:
+      return p.regsPerMultiprocessor;
+    case cudaDevAttrManagedMemory:
+      return 1;
+    case cudaDevAttrHostNativeAtomicSupported:
+      return 1;
+    case cudaDevAttrSingleToDoublePrecisionPerfRatio:
+      return 2;
+    case cudaDevAttrPageableMemoryAccess:
+      return 1;
+    case cudaDevAttrConcurrentManagedAccess:
+      return 1;
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin:
+      return static_cast<int>(p.sharedMemPerBlockOptin);
+    case cudaDevAttrMaxBlocksPerMultiprocessor:
+      return p.maxBlocksPerMultiProcessor;
     case cudaDevAttrReservedSharedMemoryPerBlock:
       return static_cast<int>(p.reservedSharedMemPerBlock);
-    default: return 0;
+    default:
+      return 0;
   }
 }
 
@@ -151,7 +223,8 @@ inline int occupancy_blocks(int block_size, size_t dynamic_smem) {
   if (dynamic_smem > kMaxDynamicShared) return 0;
   int by_threads = 2048 / block_size;
   int by_smem = static_cast<int>((228 * 1024) / (dynamic_smem + 1024));
-  return std::max(0, std::min(std::min(by_threads, 32), by_smem));
+  int blocks = by_threads < 32 ? by_threads : 32;
+  return blocks < by_smem ? blocks : by_smem;
 }
 
 }  // namespace detail
@@ -162,19 +235,23 @@ inline int occupancy_blocks(int block_size, size_t dynamic_smem) {
 inline const char* cudaGetErrorName(cudaError_t e) {
   switch (e) {
 #define CUDAPERF_ERROR_NAME(name, value, text) \
-  case name: return #name;
+  case name:                                   \
+    return #name;
     CUDAPERF_ERRORS(CUDAPERF_ERROR_NAME)
 #undef CUDAPERF_ERROR_NAME
-    default: return "cudaErrorUnknown";
+    default:
+      return "cudaErrorUnknown";
   }
 }
 inline const char* cudaGetErrorString(cudaError_t e) {
   switch (e) {
 #define CUDAPERF_ERROR_TEXT(name, value, text) \
-  case name: return text != nullptr ? text : #name;
+  case name:                                   \
+    return text != nullptr ? text : #name;
     CUDAPERF_ERRORS(CUDAPERF_ERROR_TEXT)
 #undef CUDAPERF_ERROR_TEXT
-    default: return "unrecognized error code";
+    default:
+      return "unrecognized error code";
   }
 }
 inline cudaError_t cudaGetLastError() {
@@ -186,7 +263,9 @@ inline cudaError_t cudaPeekAtLastError() { return ::cudaperf::detail::tls_last_e
 
 // ---- memory ---------------------------------------------------------------------------------
 
-inline cudaError_t cudaMalloc(void** p, size_t bytes) { return ::cudaperf::detail::allocate(p, bytes); }
+inline cudaError_t cudaMalloc(void** p, size_t bytes) {
+  return ::cudaperf::detail::allocate(p, bytes);
+}
 template <class T>
 inline cudaError_t cudaMalloc(T** p, size_t bytes) {
   return ::cudaperf::detail::allocate(reinterpret_cast<void**>(p), bytes);
@@ -199,7 +278,9 @@ template <class T>
 inline cudaError_t cudaMallocManaged(T** p, size_t bytes, unsigned flags = cudaMemAttachGlobal) {
   return cudaMallocManaged(reinterpret_cast<void**>(p), bytes, flags);
 }
-inline cudaError_t cudaMallocHost(void** p, size_t bytes) { return ::cudaperf::detail::allocate(p, bytes); }
+inline cudaError_t cudaMallocHost(void** p, size_t bytes) {
+  return ::cudaperf::detail::allocate(p, bytes);
+}
 template <class T>
 inline cudaError_t cudaMallocHost(T** p, size_t bytes) {
   return ::cudaperf::detail::allocate(reinterpret_cast<void**>(p), bytes);
@@ -237,18 +318,19 @@ inline cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
   return cudaSuccess;
 }
 template <class... A>
-inline cudaError_t cudaMemPrefetchAsync(const void*, size_t, A...) { return cudaSuccess; }
+inline cudaError_t cudaMemPrefetchAsync(const void*, size_t, A...) {
+  return cudaSuccess;
+}
 template <class... A>
-inline cudaError_t cudaMemAdvise(const void*, size_t, A...) { return cudaSuccess; }
+inline cudaError_t cudaMemAdvise(const void*, size_t, A...) {
+  return cudaSuccess;
+}
 inline cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* a, const void* p) {
   if (a == nullptr) return ::cudaperf::detail::record_error(cudaErrorInvalidValue);
-  ::cudaperf::detail::Allocations& all = ::cudaperf::detail::allocations();
-  std::lock_guard<std::mutex> lock(all.mu);
   bool device = false;
-  auto it = all.sizes.upper_bound(p);  // first allocation above p; the one before may hold p
-  if (it != all.sizes.begin()) {
-    --it;
-    device = static_cast<const char*>(p) < static_cast<const char*>(it->first) + it->second;
+  {
+    ::cudaperf::detail::MutexLock lock(&::cudaperf::detail::g_allocations.mu);
+    device = ::cudaperf::detail::g_allocations.contains(p);
   }
   a->type = device ? cudaMemoryTypeDevice : cudaMemoryTypeUnregistered;
   a->device = 0;
@@ -262,7 +344,8 @@ inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemc
     return ::cudaperf::detail::record_error(cudaErrorInvalidMemcpyDirection);
   }
   if (bytes == 0) return cudaSuccess;
-  if (dst == nullptr || src == nullptr) return ::cudaperf::detail::record_error(cudaErrorInvalidValue);
+  if (dst == nullptr || src == nullptr)
+    return ::cudaperf::detail::record_error(cudaErrorInvalidValue);
   std::memmove(dst, src, bytes);
   return cudaSuccess;
 }
@@ -272,7 +355,8 @@ inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cud
 }
 inline cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch,
                                 size_t width, size_t height, cudaMemcpyKind kind) {
-  if (width > dpitch || width > spitch) return ::cudaperf::detail::record_error(cudaErrorInvalidPitchValue);
+  if (width > dpitch || width > spitch)
+    return ::cudaperf::detail::record_error(cudaErrorInvalidPitchValue);
   for (size_t r = 0; r < height; ++r) {
     cudaError_t e = cudaMemcpy(static_cast<char*>(dst) + r * dpitch,
                                static_cast<const char*>(src) + r * spitch, width, kind);
@@ -309,7 +393,8 @@ inline cudaError_t cudaMemset2D(void* p, size_t pitch, int value, size_t width, 
 // __constant__ and __device__ variables are ordinary globals here.
 template <class T>
 inline cudaError_t cudaMemcpyToSymbol(const T& symbol, const void* src, size_t count,
-                                      size_t offset = 0, cudaMemcpyKind kind = cudaMemcpyHostToDevice) {
+                                      size_t offset = 0,
+                                      cudaMemcpyKind kind = cudaMemcpyHostToDevice) {
   if (offset + count > sizeof(T)) return ::cudaperf::detail::record_error(cudaErrorInvalidValue);
   return cudaMemcpy(reinterpret_cast<char*>(const_cast<T*>(&symbol)) + offset, src, count, kind);
 }

@@ -1,4 +1,4 @@
-// The CUDA runtime host API, part 2: device queries and limits, streams, events, kernel attributes, occupancy, cudaLaunchKernel.
+// CUDA host API, part 2: devices, limits, streams, events, kernel attributes, occupancy.
 #pragma once
 
 // ---- device -----------------------------------------------------------------------------------
@@ -37,7 +37,9 @@ inline cudaError_t cudaGetDeviceFlags(unsigned* flags) {
   if (flags != nullptr) *flags = 0;
   return cudaSuccess;
 }
-inline cudaError_t cudaChooseDevice(int* device, const cudaDeviceProp*) { return cudaGetDevice(device); }
+inline cudaError_t cudaChooseDevice(int* device, const cudaDeviceProp*) {
+  return cudaGetDevice(device);
+}
 inline cudaError_t cudaDeviceSetCacheConfig(cudaFuncCache) { return cudaSuccess; }
 inline cudaError_t cudaDeviceSetSharedMemConfig(cudaSharedMemConfig) { return cudaSuccess; }
 inline cudaError_t cudaDeviceCanAccessPeer(int* can, int, int) {
@@ -66,7 +68,7 @@ inline cudaError_t cudaProfilerStop() { return cudaSuccess; }
 // The stack limit sizes the fibers' stacks (never below the 64 KiB default).
 inline cudaError_t cudaDeviceSetLimit(cudaLimit limit, size_t value) {
   if (limit == cudaLimitStackSize) {
-    ::cudaperf::detail::g_config.stack_size = std::max<size_t>(64 * 1024, value);
+    ::cudaperf::detail::g_config.stack_size = value > 64 * 1024 ? value : 64 * 1024;
   }
   return limit <= cudaLimitPersistingL2CacheSize
              ? cudaSuccess
@@ -75,10 +77,18 @@ inline cudaError_t cudaDeviceSetLimit(cudaLimit limit, size_t value) {
 inline cudaError_t cudaDeviceGetLimit(size_t* value, cudaLimit limit) {
   if (value == nullptr) return ::cudaperf::detail::record_error(cudaErrorInvalidValue);
   switch (limit) {
-    case cudaLimitStackSize: *value = ::cudaperf::detail::g_config.stack_size; break;
-    case cudaLimitPrintfFifoSize: *value = 64 * 1024; break;
-    case cudaLimitMallocHeapSize: *value = size_t{8} << 20; break;
-    default: *value = 0; break;
+    case cudaLimitStackSize:
+      *value = ::cudaperf::detail::g_config.stack_size;
+      break;
+    case cudaLimitPrintfFifoSize:
+      *value = 64 * 1024;
+      break;
+    case cudaLimitMallocHeapSize:
+      *value = size_t{8} << 20;
+      break;
+    default:
+      *value = 0;
+      break;
   }
   return cudaSuccess;
 }
@@ -103,7 +113,9 @@ inline cudaError_t cudaStreamDestroy(cudaStream_t s) {
 }
 inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
 inline cudaError_t cudaStreamQuery(cudaStream_t) { return cudaSuccess; }
-inline cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned = 0) { return cudaSuccess; }
+inline cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned = 0) {
+  return cudaSuccess;
+}
 typedef void (*cudaHostFn_t)(void*);
 inline cudaError_t cudaLaunchHostFunc(cudaStream_t, cudaHostFn_t fn, void* data) {
   if (fn == nullptr) return ::cudaperf::detail::record_error(cudaErrorInvalidValue);
@@ -156,12 +168,17 @@ inline cudaError_t cudaFuncSetAttribute(F* func, cudaFuncAttribute attr, int val
   return cudaSuccess;
 }
 template <class F>
-inline cudaError_t cudaFuncSetCacheConfig(F*, cudaFuncCache) { return cudaSuccess; }
+inline cudaError_t cudaFuncSetCacheConfig(F*, cudaFuncCache) {
+  return cudaSuccess;
+}
 template <class F>
-inline cudaError_t cudaFuncSetSharedMemConfig(F*, cudaSharedMemConfig) { return cudaSuccess; }
+inline cudaError_t cudaFuncSetSharedMemConfig(F*, cudaSharedMemConfig) {
+  return cudaSuccess;
+}
 template <class F>
 inline cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, F* func) {
-  if (attr == nullptr || func == nullptr) return ::cudaperf::detail::record_error(cudaErrorInvalidValue);
+  if (attr == nullptr || func == nullptr)
+    return ::cudaperf::detail::record_error(cudaErrorInvalidValue);
   std::memset(attr, 0, sizeof *attr);
   attr->maxThreadsPerBlock = static_cast<int>(::cudaperf::detail::kMaxThreadsPerBlock);
   attr->numRegs = 32;
@@ -173,23 +190,26 @@ inline cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, F* func) {
 }
 
 template <class F>
-inline cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* blocks, F, int block_size,
+inline cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* blocks, F,
+                                                                          int block_size,
                                                                           size_t smem, unsigned) {
-  if (blocks == nullptr || block_size <= 0) return ::cudaperf::detail::record_error(cudaErrorInvalidValue);
+  if (blocks == nullptr || block_size <= 0)
+    return ::cudaperf::detail::record_error(cudaErrorInvalidValue);
   *blocks = ::cudaperf::detail::occupancy_blocks(block_size, smem);
   return cudaSuccess;
 }
 template <class F>
-inline cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, F func, int block_size,
-                                                                 size_t smem) {
+inline cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, F func,
+                                                                 int block_size, size_t smem) {
   return cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(blocks, func, block_size, smem, 0);
 }
 // The block size with the most resident threads per SM, and a grid that fills every SM.
 template <class F, class SmemOf>
 inline cudaError_t cudaOccupancyMaxPotentialBlockSizeVariableSMem(int* min_grid, int* block, F,
                                                                   SmemOf smem_of, int limit = 0) {
-  if (min_grid == nullptr || block == nullptr) return ::cudaperf::detail::record_error(cudaErrorInvalidValue);
-  int top = limit > 0 ? std::min(limit, 1024) : 1024;
+  if (min_grid == nullptr || block == nullptr)
+    return ::cudaperf::detail::record_error(cudaErrorInvalidValue);
+  int top = limit > 0 && limit < 1024 ? limit : 1024;
   int best = 0, best_threads = -1, best_blocks = 0;
   for (int b = top; b >= 1; b = b > 32 ? b - 32 : b - 1) {
     int n = ::cudaperf::detail::occupancy_blocks(b, static_cast<size_t>(smem_of(b)));
@@ -206,16 +226,19 @@ inline cudaError_t cudaOccupancyMaxPotentialBlockSizeVariableSMem(int* min_grid,
 template <class F>
 inline cudaError_t cudaOccupancyMaxPotentialBlockSize(int* min_grid, int* block, F func,
                                                       size_t smem = 0, int limit = 0) {
-  return cudaOccupancyMaxPotentialBlockSizeVariableSMem(min_grid, block, func,
-                                                        [smem](int) { return smem; }, limit);
+  return cudaOccupancyMaxPotentialBlockSizeVariableSMem(
+      min_grid, block, func, [smem](int) { return smem; }, limit);
 }
 template <class F>
-inline cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t* smem, F, int blocks, int block_size) {
+inline cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t* smem, F, int blocks,
+                                                             int block_size) {
   if (smem == nullptr || blocks <= 0 || block_size <= 0) {
     return ::cudaperf::detail::record_error(cudaErrorInvalidValue);
   }
   size_t per_block = (228 * 1024) / static_cast<size_t>(blocks);
-  *smem = std::min(::cudaperf::detail::kMaxDynamicShared, per_block > 1024 ? per_block - 1024 : 0);
+  size_t avail = per_block > 1024 ? per_block - 1024 : 0;
+  *smem =
+      avail < ::cudaperf::detail::kMaxDynamicShared ? avail : ::cudaperf::detail::kMaxDynamicShared;
   return cudaSuccess;
 }
 
@@ -228,9 +251,9 @@ inline cudaError_t launch_packed(void (*kernel)(P...), dim3 grid, dim3 block, vo
                                  size_t smem, std::index_sequence<I...>) {
   cudaError_t before = tls_last_error;
   tls_last_error = cudaSuccess;
-  ::cudaperf::launch<true>("cudaLaunchKernel", 0, grid, block, smem, nullptr,
-                           [kernel](auto... a) { kernel(a...); },
-                           *static_cast<std::decay_t<P>*>(args[I])...);
+  ::cudaperf::launch<true>(
+      "cudaLaunchKernel", 0, grid, block, smem, nullptr, [kernel](auto... a) { kernel(a...); },
+      *static_cast<std::decay_t<P>*>(args[I])...);
   cudaError_t e = tls_last_error;
   if (e == cudaSuccess) tls_last_error = before;
   return e;
@@ -256,7 +279,8 @@ struct dependent_false : std::false_type {};
 }  // namespace cudaperf
 
 template <class T = void>
-inline cudaError_t cudaLaunchKernel(const void*, dim3, dim3, void**, size_t = 0, cudaStream_t = nullptr) {
+inline cudaError_t cudaLaunchKernel(const void*, dim3, dim3, void**, size_t = 0,
+                                    cudaStream_t = nullptr) {
   static_assert(::cudaperf::detail::dependent_false<T>::value,
                 "the CPU backend needs the kernel's own type: call cudaLaunchKernel(kernel, ...) "
                 "without casting the kernel to void*");

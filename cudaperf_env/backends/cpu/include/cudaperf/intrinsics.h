@@ -1,4 +1,4 @@
-// CUDA integer/bit intrinsics, cache-hint loads and stores, memory fences, clocks and __nanosleep/__trap.
+// CUDA bit intrinsics, cache-hint loads/stores, fences, clocks, __nanosleep and __trap.
 #pragma once
 
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
@@ -38,7 +38,7 @@ inline unsigned __funnelshift_l(unsigned lo, unsigned hi, unsigned shift) {
 }
 inline unsigned __funnelshift_lc(unsigned lo, unsigned hi, unsigned shift) {
   unsigned long long v = (static_cast<unsigned long long>(hi) << 32) | lo;
-  return static_cast<unsigned>((v << std::min(shift, 32u)) >> 32);
+  return static_cast<unsigned>((v << (shift < 32u ? shift : 32u)) >> 32);
 }
 inline unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned shift) {
   unsigned long long v = (static_cast<unsigned long long>(hi) << 32) | lo;
@@ -46,7 +46,7 @@ inline unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned shift) {
 }
 inline unsigned __funnelshift_rc(unsigned lo, unsigned hi, unsigned shift) {
   unsigned long long v = (static_cast<unsigned long long>(hi) << 32) | lo;
-  return static_cast<unsigned>(v >> std::min(shift, 32u));
+  return static_cast<unsigned>(v >> (shift < 32u ? shift : 32u));
 }
 
 inline int __mul24(int x, int y) {
@@ -55,9 +55,7 @@ inline int __mul24(int x, int y) {
   return static_cast<int>(static_cast<unsigned>(a * b));
 }
 inline unsigned __umul24(unsigned x, unsigned y) { return (x & 0xffffffu) * (y & 0xffffffu); }
-inline int __mulhi(int x, int y) {
-  return static_cast<int>((static_cast<long long>(x) * y) >> 32);
-}
+inline int __mulhi(int x, int y) { return static_cast<int>((static_cast<long long>(x) * y) >> 32); }
 inline unsigned __umulhi(unsigned x, unsigned y) {
   return static_cast<unsigned>((static_cast<unsigned long long>(x) * y) >> 32);
 }
@@ -68,12 +66,11 @@ inline unsigned long long __umul64hi(unsigned long long x, unsigned long long y)
   return static_cast<unsigned long long>((static_cast<unsigned __int128>(x) * y) >> 64);
 }
 inline unsigned __sad(int x, int y, unsigned z) {
-  return z + static_cast<unsigned>(x > y ? static_cast<long long>(x) - y : static_cast<long long>(y) - x);
+  return z + static_cast<unsigned>(x > y ? static_cast<long long>(x) - y
+                                         : static_cast<long long>(y) - x);
 }
 inline unsigned __usad(unsigned x, unsigned y, unsigned z) { return z + (x > y ? x - y : y - x); }
-inline int __hadd(int x, int y) {
-  return static_cast<int>((static_cast<long long>(x) + y) >> 1);
-}
+inline int __hadd(int x, int y) { return static_cast<int>((static_cast<long long>(x) + y) >> 1); }
 inline int __rhadd(int x, int y) {
   return static_cast<int>((static_cast<long long>(x) + y + 1) >> 1);
 }
@@ -116,26 +113,58 @@ inline int __dp2a_hi(int a, int b, int c) {
 }
 
 // Cache hints mean nothing on a CPU: plain loads and stores.
-template <class T> inline T __ldg(const T* p) { return *p; }
-template <class T> inline T __ldcg(const T* p) { return *p; }
-template <class T> inline T __ldca(const T* p) { return *p; }
-template <class T> inline T __ldcs(const T* p) { return *p; }
-template <class T> inline T __ldlu(const T* p) { return *p; }
-template <class T> inline T __ldcv(const T* p) { return *p; }
-template <class T> inline void __stcg(T* p, T v) { *p = v; }
-template <class T> inline void __stcs(T* p, T v) { *p = v; }
-template <class T> inline void __stwb(T* p, T v) { *p = v; }
-template <class T> inline void __stwt(T* p, T v) { *p = v; }
+template <class T>
+inline T __ldg(const T* p) {
+  return *p;
+}
+template <class T>
+inline T __ldcg(const T* p) {
+  return *p;
+}
+template <class T>
+inline T __ldca(const T* p) {
+  return *p;
+}
+template <class T>
+inline T __ldcs(const T* p) {
+  return *p;
+}
+template <class T>
+inline T __ldlu(const T* p) {
+  return *p;
+}
+template <class T>
+inline T __ldcv(const T* p) {
+  return *p;
+}
+template <class T>
+inline void __stcg(T* p, T v) {
+  *p = v;
+}
+template <class T>
+inline void __stcs(T* p, T v) {
+  *p = v;
+}
+template <class T>
+inline void __stwb(T* p, T v) {
+  *p = v;
+}
+template <class T>
+inline void __stwt(T* p, T v) {
+  *p = v;
+}
 
-inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
-inline void __threadfence_block() { std::atomic_thread_fence(std::memory_order_seq_cst); }
-inline void __threadfence_system() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+inline void __threadfence_block() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 
 inline long long clock64() {
 #if defined(__x86_64__)
   return static_cast<long long>(__builtin_ia32_rdtsc());
 #else
-  return std::chrono::steady_clock::now().time_since_epoch().count();
+  timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<long long>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
 #endif
 }
 
@@ -146,7 +175,7 @@ inline void __nanosleep(unsigned ns) {
   if (w != nullptr && w->fiber_mode && w->qcount != 0) {
     ::cudaperf::detail::yield_fiber();
   } else {
-    std::this_thread::yield();
+    ::sched_yield();
   }
 }
 
@@ -154,7 +183,8 @@ inline void __nanosleep(unsigned ns) {
   ::cudaperf::detail::Line m;
   m.str("__trap() called");
   ::cudaperf::detail::describe_place(m, ::cudaperf::detail::find_worker());
-  ::cudaperf::detail::fatal_exit_flush("illegal_instruction", ::cudaperf::detail::kExitIllegalInstruction, m);
+  ::cudaperf::detail::fatal_exit_flush("illegal_instruction",
+                                       ::cudaperf::detail::kExitIllegalInstruction, m);
 }
 [[noreturn]] inline void __brkpt() { __trap(); }
 inline void __prof_trigger(int) {}

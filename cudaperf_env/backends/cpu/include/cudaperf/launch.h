@@ -1,4 +1,4 @@
-// Launching a grid: configuration checks, the pool of worker threads, cudaperf::launch and dynamic_shared().
+// Launching a grid: configuration checks, the worker thread pool, cudaperf::launch.
 #pragma once
 
 namespace cudaperf {
@@ -10,7 +10,7 @@ struct RuntimeConfig {
   size_t stack_size = 64 * 1024;  // per CUDA thread in fiber mode
 };
 inline RuntimeConfig g_config;
-inline std::atomic<unsigned long long> g_launch_count{0};
+inline unsigned long long g_launch_count = 0;  // __atomic builtins
 inline thread_local char* tls_dynamic_shared = nullptr;
 
 inline unsigned hardware_threads() {
@@ -18,8 +18,8 @@ inline unsigned hardware_threads() {
   if (::sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) {
     return static_cast<unsigned>(CPU_COUNT(&set));
   }
-  unsigned n = std::thread::hardware_concurrency();
-  return n != 0 ? n : 1;
+  long n = ::sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<unsigned>(n) : 1u;
 }
 
 inline unsigned configured_workers() {
@@ -39,7 +39,7 @@ struct Job {
   void* ctx;
   unsigned nthreads;
   unsigned long long nblocks;
-  std::atomic<unsigned long long> next{0};
+  unsigned long long next;  // next block to run (__atomic builtins)
 };
 
 [[noreturn]] CUDAPERF_COLD inline void out_of_memory(const char* what) {
@@ -68,7 +68,8 @@ inline void prepare_worker(Worker& w, const Job& j) {
         for (unsigned x = 0; x < j.block.x; ++x) w.fibers[i++].tid = uint3{x, y, z};
       }
     }
-    for (unsigned k = 0; k * 32 < j.nthreads; ++k) w.warps[k].existing = existing_lanes(j.nthreads, k);
+    for (unsigned k = 0; k * 32 < j.nthreads; ++k)
+      w.warps[k].existing = existing_lanes(j.nthreads, k);
   }
   w.kernel = j.kernel;  // last: signal handlers trust the fields above once this is set
 }
@@ -77,7 +78,7 @@ inline void run_blocks(Worker& w, Job& j) {
   prepare_worker(w, j);
   const unsigned long long gx = j.grid.x, gxy = gx * j.grid.y;
   for (;;) {
-    unsigned long long b = j.next.fetch_add(1, std::memory_order_relaxed);
+    unsigned long long b = __atomic_fetch_add(&j.next, 1ULL, __ATOMIC_RELAXED);
     if (b >= j.nblocks) break;
     uint3 idx{static_cast<unsigned>(b % gx), static_cast<unsigned>(b / gx % j.grid.y),
               static_cast<unsigned>(b / gxy)};
@@ -96,46 +97,63 @@ inline void run_blocks(Worker& w, Job& j) {
 class Pool {
  public:
   void run_helpers(Job* job, unsigned helpers) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      while (threads_.size() < helpers) {
-        unsigned index = static_cast<unsigned>(threads_.size());
-        threads_.emplace_back([this, index] { loop(index); });
-        threads_.back().detach();  // idle at exit; never joined
+    MutexLock lock(&mu_);
+    while (nthreads_ < helpers && nthreads_ < kMaxWorkers) {
+      Start* start = new Start{this, nthreads_};
+      pthread_t t;
+      if (::pthread_create(&t, nullptr, &Pool::thread_main, start) != 0) {
+        delete start;
+        break;  // run with the threads we have
       }
-      job_ = job;
-      helpers_ = helpers;
-      pending_ = helpers;
-      ++generation_;
+      ::pthread_detach(t);  // idle at exit; never joined
+      ++nthreads_;
     }
-    start_.notify_all();
+    if (helpers > nthreads_) helpers = nthreads_;
+    job_ = job;
+    helpers_ = helpers;
+    pending_ = helpers;
+    ++generation_;
+    ::pthread_cond_broadcast(&start_);
   }
 
   void wait() {
-    std::unique_lock<std::mutex> lock(mu_);
-    done_.wait(lock, [this] { return pending_ == 0; });
+    MutexLock lock(&mu_);
+    while (pending_ != 0) ::pthread_cond_wait(&done_, &mu_);
   }
 
  private:
+  struct Start {
+    Pool* pool;
+    unsigned index;
+  };
+
+  static void* thread_main(void* arg) {
+    Start start = *static_cast<Start*>(arg);
+    delete static_cast<Start*>(arg);
+    start.pool->loop(start.index);
+    return nullptr;
+  }
+
   void loop(unsigned index) {
     Worker& w = this_worker();
     unsigned long long seen = 0;
-    std::unique_lock<std::mutex> lock(mu_);
+    ::pthread_mutex_lock(&mu_);
     for (;;) {
-      start_.wait(lock, [&] { return generation_ != seen; });
+      while (generation_ == seen) ::pthread_cond_wait(&start_, &mu_);
       seen = generation_;
       if (index >= helpers_) continue;
       Job* job = job_;
-      lock.unlock();
+      ::pthread_mutex_unlock(&mu_);
       run_blocks(w, *job);
-      lock.lock();
-      if (--pending_ == 0) done_.notify_one();
+      ::pthread_mutex_lock(&mu_);
+      if (--pending_ == 0) ::pthread_cond_signal(&done_);
     }
   }
 
-  std::mutex mu_;
-  std::condition_variable start_, done_;
-  std::vector<std::thread> threads_;
+  pthread_mutex_t mu_ = PTHREAD_MUTEX_INITIALIZER;
+  pthread_cond_t start_ = PTHREAD_COND_INITIALIZER;
+  pthread_cond_t done_ = PTHREAD_COND_INITIALIZER;
+  unsigned nthreads_ = 0;
   Job* job_ = nullptr;
   unsigned helpers_ = 0;
   unsigned pending_ = 0;
@@ -147,16 +165,14 @@ inline Pool& pool() {
   return *p;
 }
 
-inline std::mutex& launch_mutex() {
-  static std::mutex m;
-  return m;
-}
+inline pthread_mutex_t g_launch_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 inline bool valid_launch(dim3 grid, dim3 block, size_t smem) {
   if (block.x == 0 || block.y == 0 || block.z == 0) return false;
   if (grid.x == 0 || grid.y == 0 || grid.z == 0) return false;
   if (block.x > kMaxBlockDimXY || block.y > kMaxBlockDimXY || block.z > kMaxBlockDimZ) return false;
-  if (static_cast<unsigned long long>(block.x) * block.y * block.z > kMaxThreadsPerBlock) return false;
+  if (static_cast<unsigned long long>(block.x) * block.y * block.z > kMaxThreadsPerBlock)
+    return false;
   if (grid.x > kMaxGridDimX || grid.y > kMaxGridDimYZ || grid.z > kMaxGridDimYZ) return false;
   return smem <= kMaxDynamicShared;
 }
@@ -174,9 +190,10 @@ inline void launch_erased(const char* kernel, int line, dim3 grid, dim3 block, s
     m.str(w.kernel).str(": dynamic parallelism is not supported");
     fatal_exit_flush("abort", kExitAbort, m);
   }
-  std::lock_guard<std::mutex> lock(launch_mutex());
+  MutexLock lock(&g_launch_mutex);
   std::fflush(stdout);  // host output first, then the kernel's printf output
   Job job;
+  job.next = 0;
   job.kernel = kernel;
   job.line = line;
   job.grid = grid;
@@ -187,11 +204,12 @@ inline void launch_erased(const char* kernel, int line, dim3 grid, dim3 block, s
   job.ctx = ctx;
   job.nthreads = block.x * block.y * block.z;
   job.nblocks = static_cast<unsigned long long>(grid.x) * grid.y * grid.z;
-  unsigned long long workers = std::min<unsigned long long>(configured_workers(), job.nblocks);
+  unsigned long long workers = configured_workers();
+  if (workers > job.nblocks) workers = job.nblocks;
   if (workers > 1) pool().run_helpers(&job, static_cast<unsigned>(workers - 1));
   run_blocks(w, job);
   if (workers > 1) pool().wait();
-  g_launch_count.fetch_add(1, std::memory_order_relaxed);
+  __atomic_fetch_add(&g_launch_count, 1ULL, __ATOMIC_RELAXED);
 }
 
 template <class F>
@@ -228,5 +246,5 @@ extern "C" __attribute__((used, visibility("default"))) inline void cudaperf_run
 // Number of kernel launches that ran so far (lets a harness check that kernels ran at all).
 extern "C" __attribute__((used, visibility("default"))) inline unsigned long long
 cudaperf_launch_count() {
-  return cudaperf::detail::g_launch_count.load();
+  return __atomic_load_n(&cudaperf::detail::g_launch_count, __ATOMIC_RELAXED);
 }

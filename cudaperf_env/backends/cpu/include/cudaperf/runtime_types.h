@@ -1,140 +1,140 @@
-// CUDA runtime API types: cudaError_t (real values and names), memcpy kinds, streams, events, device properties.
+// CUDA runtime API types: cudaError_t (real values), memcpy kinds, streams, events, properties.
 #pragma once
 
 // X(name, value, description); description nullptr means "use the name".
-#define CUDAPERF_ERRORS(X)                                                                        \
-  X(cudaSuccess, 0, "no error")                                                                   \
-  X(cudaErrorInvalidValue, 1, "invalid argument")                                                 \
-  X(cudaErrorMemoryAllocation, 2, "out of memory")                                                \
-  X(cudaErrorInitializationError, 3, "initialization error")                                      \
-  X(cudaErrorCudartUnloading, 4, "driver shutting down")                                          \
-  X(cudaErrorProfilerDisabled, 5, nullptr)                                                        \
-  X(cudaErrorProfilerNotInitialized, 6, nullptr)                                                  \
-  X(cudaErrorProfilerAlreadyStarted, 7, nullptr)                                                  \
-  X(cudaErrorProfilerAlreadyStopped, 8, nullptr)                                                  \
-  X(cudaErrorInvalidConfiguration, 9, "invalid configuration argument")                           \
-  X(cudaErrorInvalidPitchValue, 12, "invalid pitch argument")                                     \
-  X(cudaErrorInvalidSymbol, 13, "invalid device symbol")                                          \
-  X(cudaErrorInvalidHostPointer, 16, "invalid host pointer")                                      \
-  X(cudaErrorInvalidDevicePointer, 17, "invalid device pointer")                                  \
-  X(cudaErrorInvalidTexture, 18, "invalid texture reference")                                     \
-  X(cudaErrorInvalidTextureBinding, 19, nullptr)                                                  \
-  X(cudaErrorInvalidChannelDescriptor, 20, nullptr)                                               \
-  X(cudaErrorInvalidMemcpyDirection, 21, "invalid copy direction for memcpy")                     \
-  X(cudaErrorAddressOfConstant, 22, nullptr)                                                      \
-  X(cudaErrorTextureFetchFailed, 23, nullptr)                                                     \
-  X(cudaErrorTextureNotBound, 24, nullptr)                                                        \
-  X(cudaErrorSynchronizationError, 25, nullptr)                                                   \
-  X(cudaErrorInvalidFilterSetting, 26, nullptr)                                                   \
-  X(cudaErrorInvalidNormSetting, 27, nullptr)                                                     \
-  X(cudaErrorMixedDeviceExecution, 28, nullptr)                                                   \
-  X(cudaErrorNotYetImplemented, 31, nullptr)                                                      \
-  X(cudaErrorMemoryValueTooLarge, 32, nullptr)                                                    \
-  X(cudaErrorStubLibrary, 34, nullptr)                                                            \
-  X(cudaErrorInsufficientDriver, 35, nullptr)                                                     \
-  X(cudaErrorCallRequiresNewerDriver, 36, nullptr)                                                \
-  X(cudaErrorInvalidSurface, 37, nullptr)                                                         \
-  X(cudaErrorDuplicateVariableName, 43, nullptr)                                                  \
-  X(cudaErrorDuplicateTextureName, 44, nullptr)                                                   \
-  X(cudaErrorDuplicateSurfaceName, 45, nullptr)                                                   \
-  X(cudaErrorDevicesUnavailable, 46, nullptr)                                                     \
-  X(cudaErrorIncompatibleDriverContext, 49, nullptr)                                              \
-  X(cudaErrorMissingConfiguration, 52, "__global__ function call is not configured")             \
-  X(cudaErrorPriorLaunchFailure, 53, nullptr)                                                     \
-  X(cudaErrorLaunchMaxDepthExceeded, 65, nullptr)                                                 \
-  X(cudaErrorLaunchFileScopedTex, 66, nullptr)                                                    \
-  X(cudaErrorLaunchFileScopedSurf, 67, nullptr)                                                   \
-  X(cudaErrorSyncDepthExceeded, 68, nullptr)                                                      \
-  X(cudaErrorLaunchPendingCountExceeded, 69, nullptr)                                             \
-  X(cudaErrorInvalidDeviceFunction, 98, "invalid device function")                                \
-  X(cudaErrorNoDevice, 100, "no CUDA-capable device is detected")                                 \
-  X(cudaErrorInvalidDevice, 101, "invalid device ordinal")                                        \
-  X(cudaErrorDeviceNotLicensed, 102, nullptr)                                                     \
-  X(cudaErrorSoftwareValidityNotEstablished, 103, nullptr)                                        \
-  X(cudaErrorStartupFailure, 127, nullptr)                                                        \
-  X(cudaErrorInvalidKernelImage, 200, "device kernel image is invalid")                           \
-  X(cudaErrorDeviceUninitialized, 201, nullptr)                                                   \
-  X(cudaErrorMapBufferObjectFailed, 205, nullptr)                                                 \
-  X(cudaErrorUnmapBufferObjectFailed, 206, nullptr)                                               \
-  X(cudaErrorArrayIsMapped, 207, nullptr)                                                         \
-  X(cudaErrorAlreadyMapped, 208, nullptr)                                                         \
-  X(cudaErrorNoKernelImageForDevice, 209, nullptr)                                                \
-  X(cudaErrorAlreadyAcquired, 210, nullptr)                                                       \
-  X(cudaErrorNotMapped, 211, nullptr)                                                             \
-  X(cudaErrorNotMappedAsArray, 212, nullptr)                                                      \
-  X(cudaErrorNotMappedAsPointer, 213, nullptr)                                                    \
-  X(cudaErrorECCUncorrectable, 214, nullptr)                                                      \
-  X(cudaErrorUnsupportedLimit, 215, "limit is not supported on this architecture")               \
-  X(cudaErrorDeviceAlreadyInUse, 216, nullptr)                                                    \
-  X(cudaErrorPeerAccessUnsupported, 217, nullptr)                                                 \
-  X(cudaErrorInvalidPtx, 218, nullptr)                                                            \
-  X(cudaErrorInvalidGraphicsContext, 219, nullptr)                                                \
-  X(cudaErrorNvlinkUncorrectable, 220, nullptr)                                                   \
-  X(cudaErrorJitCompilerNotFound, 221, nullptr)                                                   \
-  X(cudaErrorUnsupportedPtxVersion, 222, nullptr)                                                 \
-  X(cudaErrorJitCompilationDisabled, 223, nullptr)                                                \
-  X(cudaErrorUnsupportedExecAffinity, 224, nullptr)                                               \
-  X(cudaErrorUnsupportedDevSideSync, 225, nullptr)                                                \
-  X(cudaErrorContained, 226, nullptr)                                                             \
-  X(cudaErrorInvalidSource, 300, nullptr)                                                         \
-  X(cudaErrorFileNotFound, 301, nullptr)                                                          \
-  X(cudaErrorSharedObjectSymbolNotFound, 302, nullptr)                                            \
-  X(cudaErrorSharedObjectInitFailed, 303, nullptr)                                                \
-  X(cudaErrorOperatingSystem, 304, nullptr)                                                       \
-  X(cudaErrorInvalidResourceHandle, 400, "invalid resource handle")                               \
-  X(cudaErrorIllegalState, 401, nullptr)                                                          \
-  X(cudaErrorLossyQuery, 402, nullptr)                                                            \
-  X(cudaErrorSymbolNotFound, 500, "named symbol not found")                                       \
-  X(cudaErrorNotReady, 600, "device not ready")                                                   \
-  X(cudaErrorIllegalAddress, 700, "an illegal memory access was encountered")                     \
-  X(cudaErrorLaunchOutOfResources, 701, "too many resources requested for launch")                \
-  X(cudaErrorLaunchTimeout, 702, "the launch timed out and was terminated")                       \
-  X(cudaErrorLaunchIncompatibleTexturing, 703, nullptr)                                           \
-  X(cudaErrorPeerAccessAlreadyEnabled, 704, nullptr)                                              \
-  X(cudaErrorPeerAccessNotEnabled, 705, nullptr)                                                  \
-  X(cudaErrorSetOnActiveProcess, 708, nullptr)                                                    \
-  X(cudaErrorContextIsDestroyed, 709, nullptr)                                                    \
-  X(cudaErrorAssert, 710, "device-side assert triggered")                                         \
-  X(cudaErrorTooManyPeers, 711, nullptr)                                                          \
-  X(cudaErrorHostMemoryAlreadyRegistered, 712, nullptr)                                           \
-  X(cudaErrorHostMemoryNotRegistered, 713, nullptr)                                               \
-  X(cudaErrorHardwareStackError, 714, nullptr)                                                    \
-  X(cudaErrorIllegalInstruction, 715, "an illegal instruction was encountered")                   \
-  X(cudaErrorMisalignedAddress, 716, "misaligned address")                                        \
-  X(cudaErrorInvalidAddressSpace, 717, nullptr)                                                   \
-  X(cudaErrorInvalidPc, 718, nullptr)                                                             \
-  X(cudaErrorLaunchFailure, 719, "unspecified launch failure")                                    \
-  X(cudaErrorCooperativeLaunchTooLarge, 720, nullptr)                                             \
-  X(cudaErrorTensorMemoryLeak, 721, nullptr)                                                      \
-  X(cudaErrorNotPermitted, 800, "operation not permitted")                                        \
-  X(cudaErrorNotSupported, 801, "operation not supported")                                        \
-  X(cudaErrorSystemNotReady, 802, nullptr)                                                        \
-  X(cudaErrorSystemDriverMismatch, 803, nullptr)                                                  \
-  X(cudaErrorCompatNotSupportedOnDevice, 804, nullptr)                                            \
-  X(cudaErrorMpsConnectionFailed, 805, nullptr)                                                   \
-  X(cudaErrorMpsRpcFailure, 806, nullptr)                                                         \
-  X(cudaErrorMpsServerNotReady, 807, nullptr)                                                     \
-  X(cudaErrorMpsMaxClientsReached, 808, nullptr)                                                  \
-  X(cudaErrorMpsMaxConnectionsReached, 809, nullptr)                                              \
-  X(cudaErrorMpsClientTerminated, 810, nullptr)                                                   \
-  X(cudaErrorCdpNotSupported, 811, nullptr)                                                       \
-  X(cudaErrorCdpVersionMismatch, 812, nullptr)                                                    \
-  X(cudaErrorStreamCaptureUnsupported, 900, nullptr)                                              \
-  X(cudaErrorStreamCaptureInvalidated, 901, nullptr)                                              \
-  X(cudaErrorStreamCaptureMerge, 902, nullptr)                                                    \
-  X(cudaErrorStreamCaptureUnmatched, 903, nullptr)                                                \
-  X(cudaErrorStreamCaptureUnjoined, 904, nullptr)                                                 \
-  X(cudaErrorStreamCaptureIsolation, 905, nullptr)                                                \
-  X(cudaErrorStreamCaptureImplicit, 906, nullptr)                                                 \
-  X(cudaErrorCapturedEvent, 907, nullptr)                                                         \
-  X(cudaErrorStreamCaptureWrongThread, 908, nullptr)                                              \
-  X(cudaErrorTimeout, 909, nullptr)                                                               \
-  X(cudaErrorGraphExecUpdateFailure, 910, nullptr)                                                \
-  X(cudaErrorExternalDevice, 911, nullptr)                                                        \
-  X(cudaErrorInvalidClusterSize, 912, nullptr)                                                    \
-  X(cudaErrorFunctionNotLoaded, 913, nullptr)                                                     \
-  X(cudaErrorInvalidResourceType, 914, nullptr)                                                   \
-  X(cudaErrorInvalidResourceConfiguration, 915, nullptr)                                          \
+#define CUDAPERF_ERRORS(X)                                                           \
+  X(cudaSuccess, 0, "no error")                                                      \
+  X(cudaErrorInvalidValue, 1, "invalid argument")                                    \
+  X(cudaErrorMemoryAllocation, 2, "out of memory")                                   \
+  X(cudaErrorInitializationError, 3, "initialization error")                         \
+  X(cudaErrorCudartUnloading, 4, "driver shutting down")                             \
+  X(cudaErrorProfilerDisabled, 5, nullptr)                                           \
+  X(cudaErrorProfilerNotInitialized, 6, nullptr)                                     \
+  X(cudaErrorProfilerAlreadyStarted, 7, nullptr)                                     \
+  X(cudaErrorProfilerAlreadyStopped, 8, nullptr)                                     \
+  X(cudaErrorInvalidConfiguration, 9, "invalid configuration argument")              \
+  X(cudaErrorInvalidPitchValue, 12, "invalid pitch argument")                        \
+  X(cudaErrorInvalidSymbol, 13, "invalid device symbol")                             \
+  X(cudaErrorInvalidHostPointer, 16, "invalid host pointer")                         \
+  X(cudaErrorInvalidDevicePointer, 17, "invalid device pointer")                     \
+  X(cudaErrorInvalidTexture, 18, "invalid texture reference")                        \
+  X(cudaErrorInvalidTextureBinding, 19, nullptr)                                     \
+  X(cudaErrorInvalidChannelDescriptor, 20, nullptr)                                  \
+  X(cudaErrorInvalidMemcpyDirection, 21, "invalid copy direction for memcpy")        \
+  X(cudaErrorAddressOfConstant, 22, nullptr)                                         \
+  X(cudaErrorTextureFetchFailed, 23, nullptr)                                        \
+  X(cudaErrorTextureNotBound, 24, nullptr)                                           \
+  X(cudaErrorSynchronizationError, 25, nullptr)                                      \
+  X(cudaErrorInvalidFilterSetting, 26, nullptr)                                      \
+  X(cudaErrorInvalidNormSetting, 27, nullptr)                                        \
+  X(cudaErrorMixedDeviceExecution, 28, nullptr)                                      \
+  X(cudaErrorNotYetImplemented, 31, nullptr)                                         \
+  X(cudaErrorMemoryValueTooLarge, 32, nullptr)                                       \
+  X(cudaErrorStubLibrary, 34, nullptr)                                               \
+  X(cudaErrorInsufficientDriver, 35, nullptr)                                        \
+  X(cudaErrorCallRequiresNewerDriver, 36, nullptr)                                   \
+  X(cudaErrorInvalidSurface, 37, nullptr)                                            \
+  X(cudaErrorDuplicateVariableName, 43, nullptr)                                     \
+  X(cudaErrorDuplicateTextureName, 44, nullptr)                                      \
+  X(cudaErrorDuplicateSurfaceName, 45, nullptr)                                      \
+  X(cudaErrorDevicesUnavailable, 46, nullptr)                                        \
+  X(cudaErrorIncompatibleDriverContext, 49, nullptr)                                 \
+  X(cudaErrorMissingConfiguration, 52, "__global__ function call is not configured") \
+  X(cudaErrorPriorLaunchFailure, 53, nullptr)                                        \
+  X(cudaErrorLaunchMaxDepthExceeded, 65, nullptr)                                    \
+  X(cudaErrorLaunchFileScopedTex, 66, nullptr)                                       \
+  X(cudaErrorLaunchFileScopedSurf, 67, nullptr)                                      \
+  X(cudaErrorSyncDepthExceeded, 68, nullptr)                                         \
+  X(cudaErrorLaunchPendingCountExceeded, 69, nullptr)                                \
+  X(cudaErrorInvalidDeviceFunction, 98, "invalid device function")                   \
+  X(cudaErrorNoDevice, 100, "no CUDA-capable device is detected")                    \
+  X(cudaErrorInvalidDevice, 101, "invalid device ordinal")                           \
+  X(cudaErrorDeviceNotLicensed, 102, nullptr)                                        \
+  X(cudaErrorSoftwareValidityNotEstablished, 103, nullptr)                           \
+  X(cudaErrorStartupFailure, 127, nullptr)                                           \
+  X(cudaErrorInvalidKernelImage, 200, "device kernel image is invalid")              \
+  X(cudaErrorDeviceUninitialized, 201, nullptr)                                      \
+  X(cudaErrorMapBufferObjectFailed, 205, nullptr)                                    \
+  X(cudaErrorUnmapBufferObjectFailed, 206, nullptr)                                  \
+  X(cudaErrorArrayIsMapped, 207, nullptr)                                            \
+  X(cudaErrorAlreadyMapped, 208, nullptr)                                            \
+  X(cudaErrorNoKernelImageForDevice, 209, nullptr)                                   \
+  X(cudaErrorAlreadyAcquired, 210, nullptr)                                          \
+  X(cudaErrorNotMapped, 211, nullptr)                                                \
+  X(cudaErrorNotMappedAsArray, 212, nullptr)                                         \
+  X(cudaErrorNotMappedAsPointer, 213, nullptr)                                       \
+  X(cudaErrorECCUncorrectable, 214, nullptr)                                         \
+  X(cudaErrorUnsupportedLimit, 215, "limit is not supported on this architecture")   \
+  X(cudaErrorDeviceAlreadyInUse, 216, nullptr)                                       \
+  X(cudaErrorPeerAccessUnsupported, 217, nullptr)                                    \
+  X(cudaErrorInvalidPtx, 218, nullptr)                                               \
+  X(cudaErrorInvalidGraphicsContext, 219, nullptr)                                   \
+  X(cudaErrorNvlinkUncorrectable, 220, nullptr)                                      \
+  X(cudaErrorJitCompilerNotFound, 221, nullptr)                                      \
+  X(cudaErrorUnsupportedPtxVersion, 222, nullptr)                                    \
+  X(cudaErrorJitCompilationDisabled, 223, nullptr)                                   \
+  X(cudaErrorUnsupportedExecAffinity, 224, nullptr)                                  \
+  X(cudaErrorUnsupportedDevSideSync, 225, nullptr)                                   \
+  X(cudaErrorContained, 226, nullptr)                                                \
+  X(cudaErrorInvalidSource, 300, nullptr)                                            \
+  X(cudaErrorFileNotFound, 301, nullptr)                                             \
+  X(cudaErrorSharedObjectSymbolNotFound, 302, nullptr)                               \
+  X(cudaErrorSharedObjectInitFailed, 303, nullptr)                                   \
+  X(cudaErrorOperatingSystem, 304, nullptr)                                          \
+  X(cudaErrorInvalidResourceHandle, 400, "invalid resource handle")                  \
+  X(cudaErrorIllegalState, 401, nullptr)                                             \
+  X(cudaErrorLossyQuery, 402, nullptr)                                               \
+  X(cudaErrorSymbolNotFound, 500, "named symbol not found")                          \
+  X(cudaErrorNotReady, 600, "device not ready")                                      \
+  X(cudaErrorIllegalAddress, 700, "an illegal memory access was encountered")        \
+  X(cudaErrorLaunchOutOfResources, 701, "too many resources requested for launch")   \
+  X(cudaErrorLaunchTimeout, 702, "the launch timed out and was terminated")          \
+  X(cudaErrorLaunchIncompatibleTexturing, 703, nullptr)                              \
+  X(cudaErrorPeerAccessAlreadyEnabled, 704, nullptr)                                 \
+  X(cudaErrorPeerAccessNotEnabled, 705, nullptr)                                     \
+  X(cudaErrorSetOnActiveProcess, 708, nullptr)                                       \
+  X(cudaErrorContextIsDestroyed, 709, nullptr)                                       \
+  X(cudaErrorAssert, 710, "device-side assert triggered")                            \
+  X(cudaErrorTooManyPeers, 711, nullptr)                                             \
+  X(cudaErrorHostMemoryAlreadyRegistered, 712, nullptr)                              \
+  X(cudaErrorHostMemoryNotRegistered, 713, nullptr)                                  \
+  X(cudaErrorHardwareStackError, 714, nullptr)                                       \
+  X(cudaErrorIllegalInstruction, 715, "an illegal instruction was encountered")      \
+  X(cudaErrorMisalignedAddress, 716, "misaligned address")                           \
+  X(cudaErrorInvalidAddressSpace, 717, nullptr)                                      \
+  X(cudaErrorInvalidPc, 718, nullptr)                                                \
+  X(cudaErrorLaunchFailure, 719, "unspecified launch failure")                       \
+  X(cudaErrorCooperativeLaunchTooLarge, 720, nullptr)                                \
+  X(cudaErrorTensorMemoryLeak, 721, nullptr)                                         \
+  X(cudaErrorNotPermitted, 800, "operation not permitted")                           \
+  X(cudaErrorNotSupported, 801, "operation not supported")                           \
+  X(cudaErrorSystemNotReady, 802, nullptr)                                           \
+  X(cudaErrorSystemDriverMismatch, 803, nullptr)                                     \
+  X(cudaErrorCompatNotSupportedOnDevice, 804, nullptr)                               \
+  X(cudaErrorMpsConnectionFailed, 805, nullptr)                                      \
+  X(cudaErrorMpsRpcFailure, 806, nullptr)                                            \
+  X(cudaErrorMpsServerNotReady, 807, nullptr)                                        \
+  X(cudaErrorMpsMaxClientsReached, 808, nullptr)                                     \
+  X(cudaErrorMpsMaxConnectionsReached, 809, nullptr)                                 \
+  X(cudaErrorMpsClientTerminated, 810, nullptr)                                      \
+  X(cudaErrorCdpNotSupported, 811, nullptr)                                          \
+  X(cudaErrorCdpVersionMismatch, 812, nullptr)                                       \
+  X(cudaErrorStreamCaptureUnsupported, 900, nullptr)                                 \
+  X(cudaErrorStreamCaptureInvalidated, 901, nullptr)                                 \
+  X(cudaErrorStreamCaptureMerge, 902, nullptr)                                       \
+  X(cudaErrorStreamCaptureUnmatched, 903, nullptr)                                   \
+  X(cudaErrorStreamCaptureUnjoined, 904, nullptr)                                    \
+  X(cudaErrorStreamCaptureIsolation, 905, nullptr)                                   \
+  X(cudaErrorStreamCaptureImplicit, 906, nullptr)                                    \
+  X(cudaErrorCapturedEvent, 907, nullptr)                                            \
+  X(cudaErrorStreamCaptureWrongThread, 908, nullptr)                                 \
+  X(cudaErrorTimeout, 909, nullptr)                                                  \
+  X(cudaErrorGraphExecUpdateFailure, 910, nullptr)                                   \
+  X(cudaErrorExternalDevice, 911, nullptr)                                           \
+  X(cudaErrorInvalidClusterSize, 912, nullptr)                                       \
+  X(cudaErrorFunctionNotLoaded, 913, nullptr)                                        \
+  X(cudaErrorInvalidResourceType, 914, nullptr)                                      \
+  X(cudaErrorInvalidResourceConfiguration, 915, nullptr)                             \
   X(cudaErrorUnknown, 999, "unknown error")
 
 #define CUDAPERF_ERROR_ENUMERATOR(name, value, text) name = value,

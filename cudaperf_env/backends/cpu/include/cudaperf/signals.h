@@ -1,4 +1,4 @@
-// Crash reporting: signal handlers that turn SIGSEGV/SIGBUS/SIGFPE/SIGABRT/SIGILL into one fatal line naming kernel, block and thread.
+// Crash reporting: SIGSEGV/SIGBUS/SIGFPE/SIGABRT/SIGILL become one fatal line naming the thread.
 #pragma once
 
 namespace cudaperf {
@@ -7,14 +7,15 @@ namespace detail {
 // Registry of workers, read by signal handlers (no TLS, no locks there).
 constexpr unsigned kMaxWorkers = 512;
 inline Worker* g_workers[kMaxWorkers];
-inline std::atomic<unsigned> g_worker_count{0};
+inline unsigned g_worker_count = 0;  // __atomic builtins
 // Stack of the thread that loaded the runtime, for host-code stack overflows.
 inline pthread_t g_main_thread;
 inline char* g_main_stack_lo = nullptr;
 
 CUDAPERF_COLD inline Worker* find_worker() {
   pthread_t self = ::pthread_self();
-  unsigned n = std::min(g_worker_count.load(std::memory_order_acquire), kMaxWorkers);
+  unsigned n = __atomic_load_n(&g_worker_count, __ATOMIC_ACQUIRE);
+  if (n > kMaxWorkers) n = kMaxWorkers;
   for (unsigned i = 0; i < n; ++i) {
     Worker* w = g_workers[i];
     if (w != nullptr && ::pthread_equal(w->thread, self)) return w;
@@ -49,7 +50,7 @@ CUDAPERF_COLD inline void on_fatal_signal(int sig, siginfo_t* info, void*) {
     kind = "illegal_address";
     code = kExitIllegalAddress;
     void* addr = info->si_addr;
-    const char* os_lo = w != nullptr ? w->os_stack_lo
+    const char* os_lo = w != nullptr                                       ? w->os_stack_lo
                         : ::pthread_equal(::pthread_self(), g_main_thread) ? g_main_stack_lo
                                                                            : nullptr;
     if (in_kernel && w->fiber_mode && w->stacks.in_guard(addr)) {
@@ -135,9 +136,8 @@ CUDAPERF_COLD inline Worker& this_worker() {
   Worker* w = new Worker();
   w->thread = ::pthread_self();
   w->os_stack_lo = thread_stack_lo();
-  w->fibers.resize(kMaxThreadsPerBlock);
-  w->warps.resize(kMaxThreadsPerBlock / 32);
-  unsigned slot = g_worker_count.fetch_add(1);
+  w->fibers = new Fiber[kMaxThreadsPerBlock];
+  unsigned slot = __atomic_fetch_add(&g_worker_count, 1, __ATOMIC_ACQ_REL);
   if (slot < kMaxWorkers) g_workers[slot] = w;
   tls_worker = w;
   return *w;

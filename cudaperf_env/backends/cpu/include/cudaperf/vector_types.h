@@ -1,17 +1,17 @@
-// CUDA's built-in vector types (float4, int2, ..., dim3) with CUDA's sizes, alignments and make_* functions.
+// CUDA's vector types (float4, int2, ..., dim3) with CUDA's sizes, alignments and make_*.
 #pragma once
 
 // Trivial aggregates, like CUDA's, so `__shared__ float4 s[64];` and `float4 v = {..}` work.
 // No arithmetic operators: CUDA has none, and user code commonly defines its own.
-#define CUDAPERF_VECTOR_TYPES(T, name, a1, a2, a3, a4)                                             \
-  struct alignas(a1) name##1 { T x; };                                                            \
-  struct alignas(a2) name##2 { T x, y; };                                                         \
-  struct alignas(a3) name##3 { T x, y, z; };                                                      \
-  struct alignas(a4) name##4 { T x, y, z, w; };                                                   \
-  inline constexpr name##1 make_##name##1(T x) { return name##1{x}; }                             \
-  inline constexpr name##2 make_##name##2(T x, T y) { return name##2{x, y}; }                     \
-  inline constexpr name##3 make_##name##3(T x, T y, T z) { return name##3{x, y, z}; }             \
-  inline constexpr name##4 make_##name##4(T x, T y, T z, T w) { return name##4{x, y, z, w}; }
+#define CUDAPERF_VECTOR_TYPES(T, name, a1, a2, a3, a4)                                 \
+  struct alignas(a1) name##1 { T x; };                                                 \
+  struct alignas(a2) name##2 { T x, y; };                                              \
+  struct alignas(a3) name##3 { T x, y, z; };                                           \
+  struct alignas(a4) name##4 { T x, y, z, w; };                                        \
+  inline constexpr name##1 make_##name##1(T x) { return name##1 {x}; }                 \
+  inline constexpr name##2 make_##name##2(T x, T y) { return name##2 {x, y}; }         \
+  inline constexpr name##3 make_##name##3(T x, T y, T z) { return name##3 {x, y, z}; } \
+  inline constexpr name##4 make_##name##4(T x, T y, T z, T w) { return name##4 {x, y, z, w}; }
 
 CUDAPERF_VECTOR_TYPES(signed char, char, 1, 2, 1, 4)
 CUDAPERF_VECTOR_TYPES(unsigned char, uchar, 1, 2, 1, 4)
@@ -28,10 +28,10 @@ CUDAPERF_VECTOR_TYPES(double, double, 8, 16, 8, 16)
 #undef CUDAPERF_VECTOR_TYPES
 
 // CUDA 13 spells the 32-byte vector types with an explicit alignment.
-#define CUDAPERF_VECTOR4_ALIGNED(T, name)                                                         \
-  struct alignas(16) name##4_16a { T x, y, z, w; };                                               \
-  struct alignas(32) name##4_32a { T x, y, z, w; };                                               \
-  inline constexpr name##4_16a make_##name##4_16a(T x, T y, T z, T w) { return {x, y, z, w}; }    \
+#define CUDAPERF_VECTOR4_ALIGNED(T, name)                                                      \
+  struct alignas(16) name##4_16a { T x, y, z, w; };                                            \
+  struct alignas(32) name##4_32a { T x, y, z, w; };                                            \
+  inline constexpr name##4_16a make_##name##4_16a(T x, T y, T z, T w) { return {x, y, z, w}; } \
   inline constexpr name##4_32a make_##name##4_32a(T x, T y, T z, T w) { return {x, y, z, w}; }
 CUDAPERF_VECTOR4_ALIGNED(long, long)
 CUDAPERF_VECTOR4_ALIGNED(unsigned long, ulong)

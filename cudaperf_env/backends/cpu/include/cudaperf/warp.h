@@ -1,15 +1,19 @@
-// CUDA's barrier and warp intrinsics (__syncthreads*, __shfl*_sync, votes, __match*, __reduce*, __syncwarp, __activemask).
+// Barrier and warp intrinsics: __syncthreads*, __shfl*_sync, votes, __match*, __reduce*, ...
 #pragma once
 
 // Macros so that deadlock reports name the user's line (the pre-pass keeps #line).
-#define __syncthreads() \
-  ((void)::cudaperf::detail::block_barrier(__LINE__, "__syncthreads", ::cudaperf::detail::kBarPlain, 1))
-#define __syncthreads_count(pred) \
-  ::cudaperf::detail::block_barrier(__LINE__, "__syncthreads_count", ::cudaperf::detail::kBarCount, !!(pred))
-#define __syncthreads_and(pred) \
-  ::cudaperf::detail::block_barrier(__LINE__, "__syncthreads_and", ::cudaperf::detail::kBarAnd, !!(pred))
-#define __syncthreads_or(pred) \
-  ::cudaperf::detail::block_barrier(__LINE__, "__syncthreads_or", ::cudaperf::detail::kBarOr, !!(pred))
+#define __syncthreads()                                               \
+  ((void)::cudaperf::detail::block_barrier(__LINE__, "__syncthreads", \
+                                           ::cudaperf::detail::kBarPlain, 1))
+#define __syncthreads_count(pred)                                    \
+  ::cudaperf::detail::block_barrier(__LINE__, "__syncthreads_count", \
+                                    ::cudaperf::detail::kBarCount, !!(pred))
+#define __syncthreads_and(pred)                                                                 \
+  ::cudaperf::detail::block_barrier(__LINE__, "__syncthreads_and", ::cudaperf::detail::kBarAnd, \
+                                    !!(pred))
+#define __syncthreads_or(pred)                                                                \
+  ::cudaperf::detail::block_barrier(__LINE__, "__syncthreads_or", ::cudaperf::detail::kBarOr, \
+                                    !!(pred))
 
 namespace cudaperf {
 namespace detail {
@@ -69,15 +73,15 @@ inline T __shfl_sync(unsigned mask, T var, int srcLane, int width = 32,
 template <class T>
 inline T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = 32,
                         int line = __builtin_LINE()) {
-  return ::cudaperf::detail::shfl(mask, var, ::cudaperf::detail::kShflUp,
-                                  static_cast<int>(delta), width, line, "__shfl_up_sync");
+  return ::cudaperf::detail::shfl(mask, var, ::cudaperf::detail::kShflUp, static_cast<int>(delta),
+                                  width, line, "__shfl_up_sync");
 }
 
 template <class T>
 inline T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = 32,
                           int line = __builtin_LINE()) {
-  return ::cudaperf::detail::shfl(mask, var, ::cudaperf::detail::kShflDown,
-                                  static_cast<int>(delta), width, line, "__shfl_down_sync");
+  return ::cudaperf::detail::shfl(mask, var, ::cudaperf::detail::kShflDown, static_cast<int>(delta),
+                                  width, line, "__shfl_down_sync");
 }
 
 template <class T>
@@ -124,7 +128,7 @@ inline unsigned __match_all_sync(unsigned mask, T value, int* pred, int line = _
 }
 
 #define CUDAPERF_WARP_REDUCE(name, T, op)                                                        \
-  inline T name(unsigned mask, T value, int line = __builtin_LINE()) {                            \
+  inline T name(unsigned mask, T value, int line = __builtin_LINE()) {                           \
     return static_cast<T>(::cudaperf::detail::warp_reduce(mask, static_cast<unsigned>(value),    \
                                                           ::cudaperf::detail::op, line, #name)); \
   }

@@ -1,4 +1,4 @@
-// Real CUDA kernels (valid for nvcc) exercised by core_test.cpp: matmul, reductions, scans, histogram, compaction, softmax, templates, 3-D grids, __constant__.
+// Real CUDA kernels for core_test.cpp: matmul, reductions, scans, histogram, softmax, templates.
 #pragma once
 #include "common.h"
 
@@ -182,4 +182,25 @@ __global__ void eval_poly(const float* x, float* y, int n, int degree) {
   float acc = 0.0f;
   for (int k = degree; k >= 0; --k) acc = acc * x[i] + c_poly[k];
   y[i] = acc + (float)c_offsets[i % 4];
+}
+
+// The `if (i >= n) return;` idiom before a barrier: exited threads count as arrived.
+__global__ void neighbour_sum(const int* x, int* y, int n) {
+  __shared__ int s[128];
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  s[threadIdx.x] = x[i];
+  __syncthreads();
+  int next = (int)threadIdx.x + 1 < (int)blockDim.x && i + 1 < n ? s[threadIdx.x + 1] : 0;
+  y[i] = s[threadIdx.x] + next;
+}
+
+// Vector types in shared memory: each block reverses its 64 float4 values.
+__global__ void reverse_float4(const float4* in, float4* out) {
+  __shared__ float4 tile[64];
+  int i = blockIdx.x * 64 + threadIdx.x;
+  tile[threadIdx.x] = in[i];
+  __syncthreads();
+  float4 v = tile[63 - threadIdx.x];
+  out[i] = make_float4(v.w, v.z, v.y, v.x);
 }

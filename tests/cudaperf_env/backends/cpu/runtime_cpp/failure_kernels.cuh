@@ -1,4 +1,4 @@
-// Faulty CUDA kernels (valid for nvcc) whose failures the runtime must report; "@name" comments mark the lines reports must name.
+// Faulty CUDA kernels whose failures the runtime must report; // @name marks the reported lines.
 #pragma once
 #include <cassert>
 
@@ -58,6 +58,9 @@ __global__ void recurse(int* out, int n) {
   out[threadIdx.x] = deep(n);
 }
 
+// The same recursion in a kernel without barriers: it runs on the worker thread's own stack.
+__global__ void recurse_plain(int* out, int n) { out[threadIdx.x] = deep(n); }
+
 __global__ void divide(const int* a, const int* b, int* c) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   c[i] = a[i] / b[i];
@@ -86,7 +89,8 @@ __global__ void barrier_kernel(int* out) {
 }
 
 __global__ void say_hello(int rows) {
-  if ((int)threadIdx.x < rows) printf("hello from thread %d of block %d\n", (int)threadIdx.x, (int)blockIdx.x);
+  if ((int)threadIdx.x < rows)
+    printf("hello from thread %d of block %d\n", (int)threadIdx.x, (int)blockIdx.x);
 }
 
 __global__ void chatty() {

@@ -1,4 +1,4 @@
-// Real CUDA kernels (valid for nvcc) exercised by warp_test.cpp: warp intrinsics, cooperative groups, half precision, atomics.
+// Real CUDA kernels for warp_test.cpp: warp intrinsics, cooperative groups, half, atomics.
 #pragma once
 #include <cooperative_groups.h>
 #include <cooperative_groups/reduce.h>
@@ -21,7 +21,8 @@ __global__ void cg_tile_reduce(const int* x, int n, int* sum, int* tile16_max) {
   auto tile16 = cg::tiled_partition<16>(tile);
   int m = cg::reduce(tile16, v, cg::greater<int>());
   if (tile16.thread_rank() == 0) {
-    tile16_max[blockIdx.x * (blockDim.x / 16) + tile.meta_group_rank() * 2 + tile16.meta_group_rank()] = m;
+    tile16_max[blockIdx.x * (blockDim.x / 16) + tile.meta_group_rank() * 2 +
+               tile16.meta_group_rank()] = m;
   }
   block.sync();
 }
@@ -176,7 +177,8 @@ __global__ void spin_wait(volatile int* flag, int* lock, int* order) {
 
 // Counts how often each thread ran (plain loop mode: no barriers, no collectives).
 __global__ void count_runs(int* runs, int* max_tid) {
-  int i = ((blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x) * blockDim.x + threadIdx.x;
+  int i =
+      ((blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x) * blockDim.x + threadIdx.x;
   runs[i] += 1;
   atomicMax(max_tid, (int)threadIdx.x);
 }
@@ -189,3 +191,12 @@ __global__ void single_thread(int* out) {
 
 // Counts the threads that ran (used to show that invalid launches run nothing).
 __global__ void mark(int* ran) { atomicAdd(ran, 1); }
+
+// Lanes 16-31 exit; __syncwarp with the full mask counts them as arrived.
+__global__ void syncwarp_after_exit(int* out) {
+  __shared__ int s[32];
+  if (threadIdx.x >= 16) return;
+  s[threadIdx.x] = (int)threadIdx.x * 2;
+  __syncwarp();
+  out[threadIdx.x] = s[15 - threadIdx.x];
+}

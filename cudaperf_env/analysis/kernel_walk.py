@@ -1,0 +1,680 @@
+"""Walks one kernel's syntax tree and records its memory accesses, barriers, loops and arithmetic.
+
+One pass in source order with an environment of abstract values
+(:mod:`cudaperf_env.analysis.values`): each local variable's variation across
+lanes, each pointer's base array and offset. Calls of ``__device__``
+functions defined in the file are followed with their arguments bound.
+Loops count ``LOOP_WEIGHT`` iterations when weighting arithmetic and traffic.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from cudaperf_env.analysis import values as V
+from cudaperf_env.analysis.constants import add_declaration_constants, declarators, fold
+from cudaperf_env.analysis.records import Access, Barrier, Loop, Pointer, Record, SharedArray
+from cudaperf_env.analysis.syntax import (
+    FLOAT_TYPES,
+    TYPE_BYTES,
+    base_type,
+    child,
+    int_literal,
+    is_float_literal,
+    line,
+    text,
+)
+from cudaperf_env.analysis.values import Value
+
+LOOP_WEIGHT = 16  # assumed trip count of a loop when weighting its body
+MAX_DEPTH = 120  # expression/statement nesting followed before giving up (hostile input)
+MAX_INLINE = 4
+BARRIERS = frozenset({"__syncthreads", "__syncthreads_count", "__syncthreads_and", "__syncthreads_or", "__barrier_sync"})
+WARP_PRIMITIVES = re.compile(
+    r"^(__shfl\w*|__ballot_sync|__any_sync|__all_sync|__match_\w+|__reduce_\w+_sync|shfl\w*|ballot|"
+    r"match_any|match_all|reduce|inclusive_scan|exclusive_scan)$"
+)
+LOADS = frozenset({"__ldg", "__ldca", "__ldcg", "__ldcs", "__ldlu", "__ldcv"})
+STORES = frozenset({"__stcg", "__stcs", "__stwb", "__stwt"})
+FMAS = frozenset({"fma", "fmaf", "__fmaf_rn", "__fmaf_rz", "__fmaf_ru", "__fmaf_rd", "__fma_rn", "__hfma", "__hfma2"})
+FP_MATH = re.compile(
+    r"^(__)?(exp|exp2|exp10|log|log2|log10|sqrt|rsqrt|cbrt|tanh|sinh|cosh|erf|erfc|sin|cos|tan|pow|fabs|"
+    r"fmax|fmin|fdivide|frcp_rn|fsqrt_rn|fdiv_rn|fmul_rn|fadd_rn|saturate|floor|ceil|round|trunc)f?(_rn)?$"
+)
+CASTS = frozenset({"reinterpret_cast", "static_cast", "const_cast"})
+_HALVING = re.compile(r"^(\w+)(>>=1|/=2|\*=2|<<=1|=\1(>>1|/2|\*2|<<1))$")
+_BINOPS = {"+", "-", "*", "/", "%", "<<", ">>", "&", "|", "^"}
+
+
+@dataclass(frozen=True)
+class FunctionDef:
+    """A function definition.
+
+    Attributes:
+        name: Simple name.
+        node: The ``function_definition`` node.
+        kind: ``kernel`` (``__global__``), ``device`` or ``host``.
+        template_params: Names of non-type template parameters, in order.
+        launch_bounds: The first ``__launch_bounds__`` argument, when constant.
+        line: Line of the definition.
+    """
+
+    name: str
+    node: Any
+    kind: str
+    template_params: tuple[str, ...] = ()
+    launch_bounds: int | None = None
+    line: int = 0
+
+
+@dataclass
+class _Scope:
+    scalars: dict[str, Value] = field(default_factory=dict)
+    level: dict[str, int] = field(default_factory=dict)
+    pointers: dict[str, Pointer] = field(default_factory=dict)
+    dims: dict[str, tuple[int | None, ...]] = field(default_factory=dict)
+    consts: dict[str, int] = field(default_factory=dict)
+    grid_vars: set[str] = field(default_factory=set)
+    groups: dict[str, str] = field(default_factory=dict)  # cooperative group -> "block" | "warp"
+    returns: list[Value] = field(default_factory=list)
+
+
+class KernelWalker:
+    """Walks one kernel (and the device functions it calls) into a :class:`Record`."""
+
+    def __init__(
+        self,
+        kernel: FunctionDef,
+        consts: Mapping[str, int],
+        functions: Mapping[str, FunctionDef],
+        pragmas: Mapping[int, str],
+        record: Record,
+        block_x: int | None = None,
+        template_args: tuple[int | None, ...] = (),
+    ) -> None:
+        self.kernel = kernel
+        self.functions = functions
+        self.pragmas = pragmas
+        self.record = record
+        self.block_x = block_x
+        self.scope = _Scope(consts=dict(consts))
+        for name, value in zip(kernel.template_params, template_args, strict=False):
+            if value is not None:
+                self.scope.consts[name] = value
+        self.loop_depth = 0
+        self.cond_depth = 0
+        self.divergent = 0
+        self.open_loops: list[dict[str, bool]] = []
+        self.inlined: list[str] = []
+        self.depth = 0
+
+    # ----------------------------------------------------------------- entry
+    def run(self) -> None:
+        """Walks the kernel body with its pointer parameters bound to global memory."""
+        params = child(child(self.kernel.node, "declarator"), "parameters")
+        for param in params.named_children if params is not None else ():
+            if param.type in ("parameter_declaration", "optional_parameter_declaration"):
+                self._bind_param(param, None)
+        self.stmt(child(self.kernel.node, "body"))
+
+    def _bind_param(self, param: Any, arg: Any) -> None:
+        type_text = text(child(param, "type"))
+        fp = base_type(type_text) in FLOAT_TYPES
+        for decl in declarators(param, self.scope.consts):
+            if not decl.name:
+                continue
+            if decl.pointer or decl.dims:
+                target = self.pointer(arg) if arg is not None else None
+                self.scope.pointers[decl.name] = target or _new_pointer(decl.name, "global", type_text)
+            else:
+                value = self.ev(arg) if arg is not None else V.symbol(decl.name, fp=fp)
+                self.scope.scalars[decl.name] = replace(value, fp=fp) if type_text != "auto" else value
+
+    # ------------------------------------------------------------ statements
+    def stmt(self, node: Any) -> None:
+        """Walks a statement."""
+        if node is None or self.depth > MAX_DEPTH:
+            return
+        self.depth += 1
+        try:
+            handler = getattr(self, "_s_" + node.type, None)
+            if handler is not None:
+                handler(node)
+            elif node.type.endswith("_expression") or node.type in ("identifier", "number_literal"):
+                self.ev(node)
+            else:
+                for sub in node.named_children:
+                    self.stmt(sub)
+        finally:
+            self.depth -= 1
+
+    def _s_declaration(self, node: Any) -> None:
+        heads = {text(c) for c in node.children if c.type in ("type_qualifier", "storage_class_specifier")}
+        type_text = text(child(node, "type"))
+        if "const" in heads or "constexpr" in heads:
+            add_declaration_constants(node, self.scope.consts)
+        for decl in declarators(node, self.scope.consts):
+            if not decl.name:
+                continue
+            if "__shared__" in heads:
+                self._shared(decl.name, decl.dims, type_text, "extern" in heads, line(node))
+            elif decl.dims:
+                self.scope.pointers[decl.name] = _new_pointer(decl.name, "local", type_text)
+                self.scope.dims[decl.name] = decl.dims
+                if decl.value is not None:
+                    self.ev(decl.value)
+            elif decl.pointer:
+                target = self.pointer(decl.value) if decl.value is not None else None
+                declared = _new_pointer(decl.name, "unknown", type_text)
+                self.scope.pointers[decl.name] = _retype(target, declared) if target else declared
+            else:
+                self._scalar(decl.name, decl.value, type_text)
+
+    def _shared(self, name: str, dims: tuple[int | None, ...], type_text: str, extern: bool, at: int) -> None:
+        elem = _new_pointer(name, "shared", type_text)
+        self.scope.pointers[name] = elem
+        self.scope.dims[name] = dims
+        self.record.shared.append(SharedArray(self.kernel.name, name, dims or (1,), elem.elem_bytes, extern, at))
+
+    def _scalar(self, name: str, init: Any, type_text: str) -> None:
+        fp = base_type(type_text) in FLOAT_TYPES
+        callee = _callee(init) if init is not None and init.type == "call_expression" else ""
+        if callee == "this_thread_block" or "thread_block" in type_text and "tile" not in type_text:
+            self.scope.groups[name] = "block"
+        elif callee.startswith(("tiled_partition", "coalesced_threads")) or "thread_block_tile" in type_text:
+            self.scope.groups[name] = "warp"
+        if init is None or init.type in ("argument_list", "initializer_list"):
+            if init is not None:
+                for arg in init.named_children:
+                    self.ev(arg)
+            value = V.symbol(name, fp=fp)
+        else:
+            value = self.ev(init)
+            if _mentions_grid(init, self.scope.grid_vars):
+                self.scope.grid_vars.add(name)
+        if type_text not in ("auto", "") and base_type(type_text) != "auto":
+            value = replace(value, fp=fp)
+        self.scope.scalars[name] = value
+        self.scope.level[name] = self.cond_depth
+
+    def _s_if_statement(self, node: Any) -> None:
+        cond = self.ev(child(node, "condition"))
+        with_branch = self._branch(cond.per_thread)
+        self.stmt(child(node, "consequence"))
+        self.stmt(child(node, "alternative"))
+        self._unbranch(with_branch)
+
+    def _s_switch_statement(self, node: Any) -> None:
+        self._s_if_statement(node)
+
+    def _branch(self, per_thread: bool) -> bool:
+        self.cond_depth += 1
+        self.divergent += int(per_thread)
+        return per_thread
+
+    def _unbranch(self, per_thread: bool) -> None:
+        self.cond_depth -= 1
+        self.divergent -= int(per_thread)
+
+    def _s_for_statement(self, node: Any) -> None:
+        init, update = child(node, "initializer"), child(node, "update")
+        start = None
+        if init is not None:
+            self.stmt(init)
+            start = self._loop_var_value(init)
+        self.cond_depth += 1
+        step = self.ev(update) if update is not None else None
+        grid = (
+            start is not None and start.per_thread and step is not None and update is not None
+            and _mentions_grid(update, self.scope.grid_vars)
+        )
+        halving = update is not None and bool(_HALVING.match(re.sub(r"\s+", "", text(update))))
+        self.cond_depth -= 1
+        self._loop(node, child(node, "condition"), child(node, "body"), grid, halving)
+
+    def _loop_var_value(self, init: Any) -> Value | None:
+        if init.type == "declaration":
+            names = [d.name for d in declarators(init, self.scope.consts)]
+            return self.scope.scalars.get(names[0]) if names else None
+        if init.type == "assignment_expression":
+            return self.scope.scalars.get(text(child(init, "left")))
+        return None
+
+    def _s_while_statement(self, node: Any) -> None:
+        self._loop(node, child(node, "condition"), child(node, "body"), False, False)
+
+    def _s_do_statement(self, node: Any) -> None:
+        self._loop(node, child(node, "condition"), child(node, "body"), False, False)
+
+    def _loop(self, node: Any, condition: Any, body: Any, grid: bool, halving: bool) -> None:
+        self.loop_depth += 1
+        self.cond_depth += 1
+        cond = self.ev(condition) if condition is not None else V.constant(1)
+        self.divergent += int(cond.per_thread)
+        flags = {"barrier": False, "shared": False}
+        self.open_loops.append(flags)
+        self.stmt(body)
+        self.open_loops.pop()
+        self.divergent -= int(cond.per_thread)
+        self.cond_depth -= 1
+        at = line(node)
+        unrolled = any(self.pragmas.get(at - k, "").startswith("unroll") for k in (1, 2))
+        tree = halving and flags["barrier"] and flags["shared"]
+        self.record.loops.append(Loop(self.kernel.name, at, self.loop_depth, unrolled, grid, tree))
+        self.loop_depth -= 1
+
+    def _s_return_statement(self, node: Any) -> None:
+        for sub in node.named_children:
+            self.scope.returns.append(self.ev(sub))
+
+    # ----------------------------------------------------------- expressions
+    def ev(self, node: Any) -> Value:
+        """The abstract value of an expression, recording what it does."""
+        if node is None:
+            return V.opaque(False)
+        if self.depth > MAX_DEPTH:
+            return V.opaque()
+        self.depth += 1
+        try:
+            handler = getattr(self, "_e_" + node.type, None)
+            if handler is not None:
+                return handler(node)  # type: ignore[no-any-return]
+            if node.type.endswith("_statement") or node.type == "declaration":
+                self.stmt(node)
+                return V.opaque(False)
+            parts = [self.ev(sub) for sub in node.named_children]
+            return V.call_result(parts)
+        finally:
+            self.depth -= 1
+
+    def _e_number_literal(self, node: Any) -> Value:
+        token = text(node)
+        value = int_literal(token)
+        if value is not None:
+            return V.constant(value)
+        return Value(V.UNIFORM, 0, None, False, is_float_literal(token), token)
+
+    def _e_identifier(self, node: Any) -> Value:
+        name = text(node)
+        scope = self.scope
+        if name in scope.scalars:
+            return scope.scalars[name]
+        if name in scope.consts:
+            return V.constant(scope.consts[name])
+        if name == "warpSize":
+            return V.constant(32)
+        return V.symbol(name)
+
+    def _e_qualified_identifier(self, node: Any) -> Value:
+        return self._e_identifier(child(node, "name") or node)
+
+    def _e_parenthesized_expression(self, node: Any) -> Value:
+        inner = node.named_children
+        return self.ev(inner[-1]) if inner else V.opaque(False)
+
+    def _e_condition_clause(self, node: Any) -> Value:
+        return self._e_parenthesized_expression(node)
+
+    def _e_field_expression(self, node: Any) -> Value:
+        base = text(child(node, "argument"))
+        fld = text(child(node, "field"))
+        if base == "threadIdx":
+            return V.lane() if fld == "x" else V.symbol(f"threadIdx.{fld}", per_thread=True)
+        if base == "blockDim" and fld == "x" and self.block_x:
+            return V.constant(self.block_x)
+        if base in ("blockIdx", "blockDim", "gridDim"):
+            return V.symbol(f"{base}.{fld}")
+        return self.ev(child(node, "argument"))
+
+    def _e_cast_expression(self, node: Any) -> Value:
+        value = self.ev(child(node, "value"))
+        type_text = text(child(node, "type"))
+        return value if "*" in type_text else replace(value, fp=base_type(type_text) in FLOAT_TYPES)
+
+    def _e_unary_expression(self, node: Any) -> Value:
+        arg = self.ev(child(node, "argument"))
+        op = text(child(node, "operator"))
+        if op == "-":
+            return V.mul(V.constant(-1, arg.fp), arg)
+        if op == "+":
+            return arg
+        return V.bitwise(arg, V.constant(0))
+
+    def _e_pointer_expression(self, node: Any) -> Value:
+        if text(child(node, "operator")) == "*":
+            return self.access(node, "load")
+        target = child(node, "argument")
+        if target is not None and target.type == "subscript_expression":
+            self.memref(target)  # the address only: evaluate the index, record no access
+            return V.symbol(text(target))
+        return V.symbol(text(node))
+
+    def _e_binary_expression(self, node: Any) -> Value:
+        op = text(child(node, "operator"))
+        left, right = self.ev(child(node, "left")), self.ev(child(node, "right"))
+        if op in ("&&", "||"):
+            return V.bitwise(left, right)
+        return self._binop(op, left, right)
+
+    def _binop(self, op: str, left: Value, right: Value) -> Value:
+        if op in ("+", "-"):
+            result = V.add(left, right, 1 if op == "+" else -1)
+        elif op == "*":
+            result = V.mul(left, right)
+        elif op == "/":
+            result = V.div(left, right)
+        elif op == "%":
+            result = V.mod(left, right)
+        elif op in ("<<", ">>"):
+            result = V.shift(left, right, op == "<<")
+        elif op == "&":
+            result = V.bitand(left, right)
+        elif op == "^":
+            result = V.bitxor(left, right)
+        elif op in _BINOPS:
+            result = V.bitwise(left, right)
+        else:
+            return V.compare(left, right)
+        if result.fp and op in ("+", "-", "*", "/"):
+            self.record.flops += self._weight()
+        return result
+
+    def _e_conditional_expression(self, node: Any) -> Value:
+        cond = self.ev(child(node, "condition"))
+        per_thread = self._branch(cond.per_thread)
+        a, b = self.ev(child(node, "consequence")), self.ev(child(node, "alternative"))
+        self._unbranch(per_thread)
+        return V.join(a, b)
+
+    def _e_comma_expression(self, node: Any) -> Value:
+        values = [self.ev(sub) for sub in node.named_children]
+        return values[-1] if values else V.opaque(False)
+
+    def _e_subscript_expression(self, node: Any) -> Value:
+        return self.access(node, "load")
+
+    def _e_sizeof_expression(self, node: Any) -> Value:
+        size = fold(node, self.scope.consts)
+        return V.constant(size) if size is not None else V.symbol("sizeof")
+
+    def _e_update_expression(self, node: Any) -> Value:
+        target = child(node, "argument")
+        if target is not None and target.type in ("subscript_expression", "pointer_expression"):
+            value = self.access(target, "load")
+            self.access(target, "store")
+            return value
+        return self.ev(target)
+
+    def _e_assignment_expression(self, node: Any) -> Value:
+        op = text(child(node, "operator"))
+        left, right = child(node, "left"), child(node, "right")
+        if left is not None and left.type == "identifier" and text(left) in self.scope.pointers:
+            target = self.pointer(right)
+            if target is not None and op == "=":
+                self.scope.pointers[text(left)] = target
+            else:
+                self.ev(right)
+            return V.symbol(text(left))
+        value = self.ev(right)
+        if left is not None and left.type == "identifier":
+            name = text(left)
+            old = self.scope.scalars.get(name, V.symbol(name))
+            new = value if op == "=" else self._binop(op[:-1], old, value)
+            if _mentions_grid(right, self.scope.grid_vars):
+                self.scope.grid_vars.add(name)
+            self._bind(name, replace(new, fp=old.fp or new.fp))
+            return new
+        target = left
+        if left is not None and left.type == "field_expression" and _is_memory(child(left, "argument")):
+            target = child(left, "argument")
+        if target is not None and _is_memory(target):
+            if op != "=":
+                old = self.access(target, "load")
+                self._binop(op[:-1], old, value)
+            self.access(target, "store")
+        else:
+            self.ev(left)
+        return value
+
+    def _bind(self, name: str, value: Value) -> None:
+        scope = self.scope
+        if name in scope.scalars and self.cond_depth > scope.level.get(name, 0):
+            value = V.join(scope.scalars[name], value)
+        scope.scalars[name] = value
+
+    def _e_call_expression(self, node: Any) -> Value:
+        name = _callee(node)
+        function = child(node, "function")
+        args = list(child(node, "arguments").named_children) if child(node, "arguments") is not None else []
+        obj = text(child(function, "argument")) if function is not None and function.type == "field_expression" else ""
+        if name in BARRIERS or (name == "sync" and self.scope.groups.get(obj or _first(args)) == "block"):
+            self._barrier(node)
+        elif name in ("__syncwarp",) or name == "sync":
+            self.record.warp_syncs += 1
+        elif WARP_PRIMITIVES.match(name) and (name.startswith("__") or obj or name in ("reduce",)):
+            self.record.warp_ops.append((self.kernel.name, line(node), name))
+        if name == "thread_rank" and self.scope.groups.get(obj):
+            return V.lane()
+        if name.startswith("atomic") and args:
+            return self._address_op(args, "atomic")
+        if name in LOADS and args:
+            return self._address_op(args, "load")
+        if name in STORES and args:
+            return self._address_op(args, "store")
+        if name in CASTS and len(args) == 1:
+            value = self.ev(args[0])
+            type_text = text(child(function, "arguments"))
+            return value if "*" in type_text else replace(value, fp=base_type(type_text.strip("<>")) in FLOAT_TYPES)
+        if name in self.functions and self.functions[name].kind != "host":
+            return self._inline(self.functions[name], args)
+        values = [self.ev(a) for a in args]
+        if name in ("min", "max", "umin", "umax", "fminf", "fmaxf", "abs"):
+            result = values[0] if len(values) == 1 else V.join(*values[:2]) if len(values) >= 2 else V.opaque()
+        else:
+            fp = name in FMAS or bool(FP_MATH.match(name)) or any(v.fp for v in values)
+            result = V.call_result(values, fp=fp)
+        if name in FMAS:
+            self.record.flops += 2 * self._weight()
+        elif FP_MATH.match(name):
+            self.record.flops += self._weight()
+        return result
+
+    def _barrier(self, node: Any) -> None:
+        for flags in self.open_loops:
+            flags["barrier"] = True
+        self.record.barriers.append(Barrier(self.kernel.name, line(node), self.divergent > 0, self.loop_depth > 0))
+
+    def _address_op(self, args: list[Any], op: str) -> Value:
+        for extra in args[1:]:
+            self.ev(extra)
+        target = self.pointer(args[0])
+        if target is None:
+            self.ev(args[0])
+            return V.opaque()
+        return self._record(target, target.offset, line(args[0]), op)
+
+    def _inline(self, fn: FunctionDef, args: list[Any]) -> Value:
+        if fn.name in self.inlined or len(self.inlined) >= MAX_INLINE:
+            return V.call_result([self.ev(a) for a in args])
+        params = child(child(fn.node, "declarator"), "parameters")
+        plist = [p for p in (params.named_children if params is not None else ()) if "parameter" in p.type]
+        outer = self.scope
+        inner = _Scope(consts=dict(outer.consts), groups=dict(outer.groups))
+        bound: list[tuple[Any, Any]] = list(zip(plist, args, strict=False))
+        pending: list[tuple[Any, Value | Pointer | None]] = []
+        for param, arg in bound:  # evaluate in the caller's scope, bind in the callee's
+            is_ptr = any(d.pointer or d.dims for d in declarators(param, outer.consts))
+            pending.append((param, self.pointer(arg) if is_ptr else self.ev(arg)))
+        self.scope = inner
+        for param, got in pending:
+            self._bind_evaluated(param, got)
+        self.inlined.append(fn.name)
+        try:
+            self.stmt(child(fn.node, "body"))
+        finally:
+            self.inlined.pop()
+            self.scope = outer
+        if not inner.returns:
+            return V.opaque()
+        result = inner.returns[0]
+        for value in inner.returns[1:]:
+            result = V.join(result, value)
+        return result
+
+    def _bind_evaluated(self, param: Any, got: Value | Pointer | None) -> None:
+        type_text = text(child(param, "type"))
+        for decl in declarators(param, self.scope.consts):
+            if not decl.name:
+                continue
+            if isinstance(got, Pointer):
+                self.scope.pointers[decl.name] = got
+            elif decl.pointer or decl.dims:
+                self.scope.pointers[decl.name] = _new_pointer(decl.name, "unknown", type_text)
+            else:
+                value = got if isinstance(got, Value) else V.opaque()
+                self.scope.scalars[decl.name] = replace(value, fp=base_type(type_text) in FLOAT_TYPES)
+
+    # ----------------------------------------------------------------- memory
+    def pointer(self, node: Any) -> Pointer | None:
+        """Where a pointer expression points, or None when it is not a known array."""
+        if node is None or self.depth > MAX_DEPTH:
+            return None
+        kind = node.type
+        if kind == "identifier":
+            return self.scope.pointers.get(text(node))
+        if kind == "parenthesized_expression":
+            inner = node.named_children
+            return self.pointer(inner[-1]) if inner else None
+        if kind == "cast_expression":
+            type_text = text(child(node, "type"))
+            target = self.pointer(child(node, "value"))
+            return _retype(target, _new_pointer("", "", type_text)) if target and "*" in type_text else target
+        if kind == "call_expression" and _callee(node) in CASTS:
+            args = child(node, "arguments").named_children
+            type_text = text(child(child(node, "function"), "arguments"))
+            target = self.pointer(args[0]) if len(args) == 1 else None
+            return _retype(target, _new_pointer("", "", type_text.strip("<>"))) if target else None
+        if kind == "binary_expression" and text(child(node, "operator")) in ("+", "-"):
+            sign = 1 if text(child(node, "operator")) == "+" else -1
+            target = self.pointer(child(node, "left"))
+            if target is not None:
+                return replace(target, offset=V.add(target.offset, self.ev(child(node, "right")), sign))
+            target = self.pointer(child(node, "right")) if sign > 0 else None
+            if target is not None:
+                return replace(target, offset=V.add(target.offset, self.ev(child(node, "left"))))
+            return None
+        if kind == "pointer_expression" and text(child(node, "operator")) == "&":
+            ref = self.memref(child(node, "argument"))
+            return replace(ref[0], offset=ref[1]) if ref else None
+        if kind == "conditional_expression":
+            self.ev(child(node, "condition"))
+            return self.pointer(child(node, "consequence")) or self.pointer(child(node, "alternative"))
+        return None
+
+    def memref(self, node: Any) -> tuple[Pointer, Value] | None:
+        """The array and element index a subscript or dereference designates."""
+        if node is None:
+            return None
+        if node.type == "pointer_expression" and text(child(node, "operator")) == "*":
+            target = self.pointer(child(node, "argument"))
+            return (target, target.offset) if target else None
+        if node.type != "subscript_expression":
+            return None
+        indices: list[Value] = []
+        base = node
+        while base is not None and base.type == "subscript_expression" and len(indices) < 8:
+            found = child(base, "indices")
+            parts = found.named_children if found is not None else []
+            indices.insert(0, self.ev(parts[0]) if parts else V.opaque())
+            base = child(base, "argument")
+        target = self.pointer(base)
+        if target is None:
+            return None
+        dims = self.scope.dims.get(text(base), ()) if base.type == "identifier" else ()
+        flat = indices[0]
+        for k, index in enumerate(indices[1:], start=1):
+            size = dims[k] if k < len(dims) else None
+            flat = V.add(V.mul(flat, V.constant(size) if size else V.symbol("dim")), index)
+        return target, V.add(target.offset, flat)
+
+    def access(self, node: Any, op: str) -> Value:
+        """Records a load or store through ``node`` and returns the value read."""
+        ref = self.memref(node)
+        if ref is None:
+            for sub in node.named_children:
+                self.ev(sub)
+            return V.opaque()
+        return self._record(ref[0], ref[1], line(node), op)
+
+    def _record(self, target: Pointer, index: Value, at: int, op: str) -> Value:
+        if target.space in ("global", "shared"):
+            self.record.accesses.append(
+                Access(self.kernel.name, target.base, target.space, op, index, target.elem_bytes, target.vector,
+                       at, self.loop_depth, self.divergent > 0)
+            )
+        if target.space == "global":
+            self.record.global_bytes += target.elem_bytes * self._weight()
+        if target.space == "shared":
+            for flags in self.open_loops:
+                flags["shared"] = True
+        if target.space in ("local", "unknown"):
+            return V.opaque(True, target.fp)
+        return V.loaded(index, target.fp)
+
+    def _weight(self) -> float:
+        return float(LOOP_WEIGHT**self.loop_depth)
+
+
+def _new_pointer(name: str, space: str, type_text: str) -> Pointer:
+    base = base_type(type_text)
+    size = TYPE_BYTES.get(base, 4)
+    vector = size >= 8 and base[-1:].isdigit()
+    return Pointer(name, space, V.constant(0), size, base in FLOAT_TYPES, vector)
+
+
+def _retype(target: Pointer | None, declared: Pointer) -> Pointer | None:
+    """``target`` seen through a pointer of ``declared``'s element type."""
+    if target is None or declared.elem_bytes == target.elem_bytes:
+        return replace(target, fp=declared.fp, vector=declared.vector) if target else None
+    offset = target.offset
+    old, new = target.elem_bytes, declared.elem_bytes
+    if offset.kind == V.LINEAR and isinstance(offset.stride, int) and (offset.stride * old) % new == 0:
+        offset = replace(offset, stride=offset.stride * old // new)
+    elif offset.kind == V.UNIFORM:
+        const = offset.const * old // new if offset.const is not None and (offset.const * old) % new == 0 else None
+        offset = replace(offset, const=const)
+    else:
+        offset = V.opaque(offset.per_thread)
+    return Pointer(target.base, target.space, offset, new, declared.fp, declared.vector)
+
+
+def _callee(node: Any) -> str:
+    function = child(node, "function")
+    if function is None:
+        return ""
+    if function.type == "field_expression":
+        return text(child(function, "field"))
+    if function.type == "template_function":
+        function = child(function, "name") or function
+    return text(function).split("::")[-1].split("<")[0].strip()
+
+
+def _first(args: list[Any]) -> str:
+    return text(args[0]) if args else ""
+
+
+def _is_memory(node: Any) -> bool:
+    return node is not None and (
+        node.type == "subscript_expression"
+        or (node.type == "pointer_expression" and text(child(node, "operator")) == "*")
+    )
+
+
+def _mentions_grid(node: Any, grid_vars: set[str]) -> bool:
+    source = text(node)
+    if "gridDim" in source:
+        return True
+    return bool(grid_vars) and any(name in grid_vars for name in re.findall(r"[A-Za-z_]\w*", source))
