@@ -93,6 +93,13 @@ def ncu_ms_per_call(task_id: str, impl: str, calls: int = 5) -> float:
     return total_ns / calls / 1e6
 
 
+def save(path: str, result: dict) -> None:
+    """Write what has been measured so far (a run cut short still leaves its figures)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(result, indent=2) + "\n")
+    print(f"saved {sorted(result)}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="benchmarks/results/gpu_eval.json")
@@ -128,9 +135,11 @@ def main() -> None:
         "bandwidth_fraction": moved / (statistics.median(medians) * 1e-3) / 1e9 / float(device["copy_gbps"]),
         "speedup_vec4_vs_naive": statistics.median(e.speedup for e in runs),
     }
+    save(args.out, result)
     if not args.skip_load_inline:
         result["load_inline_s"] = load_inline_seconds(naive)
         result["cold_speedup_vs_load_inline"] = result["load_inline_s"] / result["cold_step_s"]
+        save(args.out, result)
     if not args.skip_ncu:
         fidelity = []
         for task_id, impl in FIDELITY:
@@ -140,9 +149,9 @@ def main() -> None:
             ncu = ncu_ms_per_call(task_id, impl)
             fidelity.append({"task": task_id, "impl": impl, "event_ms": ours, "ncu_ms": ncu,
                              "rel_diff": (ours - ncu) / ncu})  # fmt: skip
-        result["fidelity"] = fidelity
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+            result["fidelity"] = fidelity
+            save(args.out, result)
+    save(args.out, result)
     table = Table(title=f"GPU evaluation on {result['card']} (driver {result['driver']}, {result['date']})")
     table.add_column("measure")
     table.add_column("value", justify="right")

@@ -32,7 +32,9 @@ from cudaperf_env.analysis.values import Value
 LOOP_WEIGHT = 16  # assumed trip count of a loop when weighting its body
 MAX_DEPTH = 120  # expression/statement nesting followed before giving up (hostile input)
 MAX_INLINE = 4
-BARRIERS = frozenset({"__syncthreads", "__syncthreads_count", "__syncthreads_and", "__syncthreads_or", "__barrier_sync"})
+BARRIERS = frozenset(
+    {"__syncthreads", "__syncthreads_count", "__syncthreads_and", "__syncthreads_or", "__barrier_sync"}
+)
 WARP_PRIMITIVES = re.compile(
     r"^(__shfl\w*|__ballot_sync|__any_sync|__all_sync|__match_\w+|__reduce_\w+_sync|shfl\w*|ballot|"
     r"match_any|match_all|reduce|inclusive_scan|exclusive_scan)$"
@@ -108,6 +110,8 @@ class KernelWalker:
         self.cond_depth = 0
         self.divergent = 0
         self.open_loops: list[dict[str, bool]] = []
+        self.single_lane = 0  # inside `if (lane == 0)`-like branches: one lane (or a few) active
+        self.few_lanes: set[int] = set()  # ids of conditions that select single lanes
         self.inlined: list[str] = []
         self.depth = 0
 
@@ -169,7 +173,7 @@ class KernelWalker:
             elif decl.pointer:
                 target = self.pointer(decl.value) if decl.value is not None else None
                 declared = _new_pointer(decl.name, "unknown", type_text)
-                self.scope.pointers[decl.name] = _retype(target, declared) if target else declared
+                self.scope.pointers[decl.name] = _retype(target, declared) or declared
             else:
                 self._scalar(decl.name, decl.value, type_text)
 
@@ -201,11 +205,20 @@ class KernelWalker:
         self.scope.level[name] = self.cond_depth
 
     def _s_if_statement(self, node: Any) -> None:
-        cond = self.ev(child(node, "condition"))
+        condition = child(node, "condition")
+        cond = self.ev(condition)
+        few = condition is not None and self._selects_few(condition)
         with_branch = self._branch(cond.per_thread)
+        self.single_lane += int(few)
         self.stmt(child(node, "consequence"))
+        self.single_lane -= int(few)
         self.stmt(child(node, "alternative"))
         self._unbranch(with_branch)
+
+    def _selects_few(self, node: Any) -> bool:
+        while node.type in ("condition_clause", "parenthesized_expression") and node.named_children:
+            node = node.named_children[-1]
+        return node.id in self.few_lanes
 
     def _s_switch_statement(self, node: Any) -> None:
         self._s_if_statement(node)
@@ -254,7 +267,10 @@ class KernelWalker:
         self.cond_depth += 1
         cond = self.ev(condition) if condition is not None else V.constant(1)
         self.divergent += int(cond.per_thread)
-        flags = {"barrier": False, "shared": False}
+        nested = halving and any(f["halving"] for f in self.open_loops)  # bitonic networks nest two
+        for outer in self.open_loops:
+            outer["nested_halving"] = outer["nested_halving"] or halving
+        flags = {"barrier": False, "shared": False, "halving": halving, "nested_halving": nested}
         self.open_loops.append(flags)
         self.stmt(body)
         self.open_loops.pop()
@@ -262,7 +278,7 @@ class KernelWalker:
         self.cond_depth -= 1
         at = line(node)
         unrolled = any(self.pragmas.get(at - k, "").startswith("unroll") for k in (1, 2))
-        tree = halving and flags["barrier"] and flags["shared"]
+        tree = halving and flags["barrier"] and flags["shared"] and not flags["nested_halving"]
         self.record.loops.append(Loop(self.kernel.name, at, self.loop_depth, unrolled, grid, tree))
         self.loop_depth -= 1
 
@@ -355,7 +371,12 @@ class KernelWalker:
     def _e_binary_expression(self, node: Any) -> Value:
         op = text(child(node, "operator"))
         left, right = self.ev(child(node, "left")), self.ev(child(node, "right"))
-        if op in ("&&", "||"):
+        if op == "==" and (left.kind == V.LINEAR) != (right.kind == V.LINEAR) and V.UNIFORM in (left.kind, right.kind):
+            self.few_lanes.add(node.id)  # `lane == 0`: one lane of the warp
+        elif op in ("&&", "||"):
+            sides = [self._selects_few(child(node, "left")), self._selects_few(child(node, "right"))]
+            if any(sides) if op == "&&" else all(sides):
+                self.few_lanes.add(node.id)
             return V.bitwise(left, right)
         return self._binop(op, left, right)
 
@@ -610,10 +631,12 @@ class KernelWalker:
         return self._record(ref[0], ref[1], line(node), op)
 
     def _record(self, target: Pointer, index: Value, at: int, op: str) -> Value:
+        if self.single_lane and target.space == "global" and index.kind != V.UNIFORM:
+            index = Value(V.UNIFORM, 0, None, True, index.fp, "")  # one lane: nothing to coalesce
         if target.space in ("global", "shared"):
             self.record.accesses.append(
                 Access(self.kernel.name, target.base, target.space, op, index, target.elem_bytes, target.vector,
-                       at, self.loop_depth, self.divergent > 0)
+                       at, self.loop_depth, self.single_lane > 0)
             )
         if target.space == "global":
             self.record.global_bytes += target.elem_bytes * self._weight()

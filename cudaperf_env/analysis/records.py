@@ -45,7 +45,7 @@ class Access:
         vector: A vector-type access (``float4`` and the like).
         line: Source line.
         loop_depth: Number of enclosing loops.
-        guarded: Under a condition that differs between threads (``if (lane == 0)``).
+        guarded: Under a condition that lets one lane (or a few) of a warp through (``if (lane == 0)``).
     """
 
     kernel: str
@@ -115,7 +115,8 @@ class Loop:
         unrolled: Preceded by ``#pragma unroll``.
         grid_stride: Starts at a per-thread index and steps by a multiple of ``gridDim``.
         tree_reduction: Halves or doubles its variable, with a barrier and shared
-            memory in the body (one barrier per reduction step).
+            memory in the body (one barrier per reduction step), and is not part
+            of a nest of such loops (a sorting network).
     """
 
     kernel: str

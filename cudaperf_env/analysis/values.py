@@ -12,6 +12,10 @@ is a :class:`Value`:
 - ``unknown``: anything else (products of two lane-varying values, division
   by a small number, calls of unknown functions).
 
+Division of a unit-stride lane index by a run-time value (``e / width``)
+counts as warp-uniform: such divisors are row lengths, assumed to be at least
+``UNIFORM_DIVISOR``.
+
 ``threadIdx.y`` and ``.z`` count as warp-uniform, which holds when
 ``blockDim.x`` is a multiple of 32; ``per_thread`` still records that such a
 value differs between the threads of a block, which is what matters for
@@ -166,8 +170,10 @@ def div(a: Value, b: Value) -> Value:
             const = int(a.const / b.const)  # C truncates towards zero
         text = str(const) if const is not None else f"{_sym(a.text)}/{_sym(b.text)}"
         return Value(UNIFORM, 0, const, per_thread, fp, text)
-    if fp or not b.uniform or not b.const or not isinstance(a.stride, int):
+    if fp or not b.uniform or b.const == 0 or not isinstance(a.stride, int):
         return _mix(UNKNOWN, a, b)
+    if b.const is None:  # a run-time divisor: assumed to be a row length of UNIFORM_DIVISOR or more
+        return Value(UNIFORM, 0, None, per_thread, fp, "") if abs(a.stride) == 1 else _mix(UNKNOWN, a, b)
     divisor = abs(b.const)
     if a.stride % divisor == 0:
         return Value(LINEAR, a.stride // b.const, None, per_thread, fp, "")

@@ -11,7 +11,9 @@ import json
 import re
 import shutil
 import subprocess
+import tempfile
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from cudaperf_env.backends import toolchain
 from cudaperf_env.backends.cache import cache_dir, digest, write_atomic
@@ -71,8 +73,7 @@ def compile_check(source: str, arch: str = DEFAULT_ARCH, timeout_s: float = 60.0
         data = json.loads(entry.read_text())
         kernels = tuple(KernelResources(**k) for k in data.pop("kernels"))
         return CompileReport(**{**data, "kernels": kernels, "cached": True, "seconds": 0.0})
-    work = cache_dir("tmp") / key
-    work.mkdir(exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="check-", dir=cache_dir("tmp")))  # private: checks may race
     try:
         (work / "submission.cu").write_text(source)
         result = toolchain.run_tool([nvcc, *flags, "submission.cu", "-o", "out.cubin"], work, timeout_s)

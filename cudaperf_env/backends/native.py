@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,8 +47,7 @@ def build_library(
     library = cache_dir("builds") / f"{key}.so"
     if library.exists():
         return BuildResult(True, library, "", 0.0, True)
-    work = cache_dir("tmp") / f"build-{key}"
-    work.mkdir(exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="build-", dir=cache_dir("tmp")))  # private: builds may race
     try:
         src = work / f"source{suffix}"
         src.write_text(source)

@@ -48,8 +48,17 @@ def _compile(args: list[str]) -> None:
 
 
 def _program(build_dir: Path, pch: Path, source: str, output: str, extra: list[str]) -> list[str]:
-    return [*FLAGS, "-Winvalid-pch", *INCLUDES, "-include", str(pch), *extra,
-            str(SOURCES / source), "-o", str(build_dir / output)]
+    return [
+        *FLAGS,
+        "-Winvalid-pch",
+        *INCLUDES,
+        "-include",
+        str(pch),
+        *extra,
+        str(SOURCES / source),
+        "-o",
+        str(build_dir / output),
+    ]
 
 
 @pytest.fixture(scope="session")
@@ -65,10 +74,19 @@ def build(tmp_path_factory: pytest.TempPathFactory) -> Build:
         _program(directory, pch, "warp_test.cpp", "warp_test", []),
         _program(directory, pch, "failures_test.cpp", "failures_test", []),
         _program(directory, pch, "bench_runtime.cpp", "bench_runtime", []),
+        _program(directory, pch, "idioms_test.cpp", "idioms_test", []),
         _program(directory, pch, "shared_lib.cpp", "shared_lib.so", ["-shared"]),
         # The portable ucontext fibers; a macro before the runtime means no PCH (pitfall 3).
-        [*FLAGS, *INCLUDES, "-DCUDAPERF_FIBER_UCONTEXT", "-include", "cudaperf/cuda_cpu.h",
-         str(SOURCES / "warp_test.cpp"), "-o", str(directory / "warp_test_ucontext")],
+        [
+            *FLAGS,
+            *INCLUDES,
+            "-DCUDAPERF_FIBER_UCONTEXT",
+            "-include",
+            "cudaperf/cuda_cpu.h",
+            str(SOURCES / "warp_test.cpp"),
+            "-o",
+            str(directory / "warp_test_ucontext"),
+        ],
     ]
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         list(pool.map(_compile, jobs))
@@ -135,6 +153,11 @@ def test_warp_kernels(build: Build, case: str) -> None:
     assert result.returncode == 0, result.stderr
 
 
+def test_everyday_cuda_idioms_compile_and_run(build: Build) -> None:
+    result = _run(build.exe("idioms_test"))
+    assert result.returncode == 0, result.stderr
+
+
 def test_ucontext_fibers_pass_the_warp_kernels(build: Build) -> None:
     result = _run(build.exe("warp_test_ucontext"))
     assert result.returncode == 0, result.stderr
@@ -166,30 +189,68 @@ def _fatal_cases() -> list[Fatal]:
     inner, outer = _marker_line("divergent_inner"), _marker_line("divergent_outer")
     shfl, assert_line = _marker_line("partial_shfl"), _marker_line("device_assert")
     return [
-        Fatal("divergent_syncthreads", 70, "deadlock",
-              ("kernel divergent_barrier", "block (0,0,0)",
-               f"16 threads at __syncthreads (line {inner})",
-               f"48 threads at __syncthreads (line {outer})")),
-        Fatal("partial_warp_shuffle", 70, "deadlock",
-              ("kernel half_warp_shuffle", f"16 threads at __shfl_down_sync (line {shfl})",
-               "16 threads exited")),
-        Fatal("wild_pointer_write", 71, "illegal_address",
-              ("invalid memory access at address 0x10", "kernel wild_write", "block (1,0,0)",
-               "thread (5,0,0)")),
+        Fatal(
+            "divergent_syncthreads",
+            70,
+            "deadlock",
+            (
+                "kernel divergent_barrier",
+                "block (0,0,0)",
+                f"16 threads at __syncthreads (line {inner})",
+                f"48 threads at __syncthreads (line {outer})",
+            ),
+        ),
+        Fatal(
+            "partial_warp_shuffle",
+            70,
+            "deadlock",
+            ("kernel half_warp_shuffle", f"16 threads at __shfl_down_sync (line {shfl})", "16 threads exited"),
+        ),
+        Fatal(
+            "wild_pointer_write",
+            71,
+            "illegal_address",
+            ("invalid memory access at address 0x10", "kernel wild_write", "block (1,0,0)", "thread (5,0,0)"),
+        ),
         Fatal("deep_recursion", 71, "illegal_address", ("stack overflow", "kernel recurse")),
-        Fatal("deep_recursion_without_fibers", 71, "illegal_address",
-              ("stack overflow", "kernel recurse_plain", "thread (0,0,0)")),
-        Fatal("integer_division_by_zero", 72, "arithmetic",
-              ("integer division by zero", "kernel divide", "block (1,0,0)", "thread (8,0,0)")),
-        Fatal("failed_device_assert", 73, "device_assert",
-              (f"failure_kernels.cuh:{assert_line}: assertion `x[i] < 10` failed",
-               "kernel check_values", "block (1,0,0)", "thread (5,0,0)")),
+        Fatal(
+            "deep_recursion_without_fibers",
+            71,
+            "illegal_address",
+            ("stack overflow", "kernel recurse_plain", "thread (0,0,0)"),
+        ),
+        Fatal(
+            "integer_division_by_zero",
+            72,
+            "arithmetic",
+            ("integer division by zero", "kernel divide", "block (1,0,0)", "thread (8,0,0)"),
+        ),
+        Fatal(
+            "failed_device_assert",
+            73,
+            "device_assert",
+            (
+                f"failure_kernels.cuh:{assert_line}: assertion `x[i] < 10` failed",
+                "kernel check_values",
+                "block (1,0,0)",
+                "thread (5,0,0)",
+            ),
+        ),
         Fatal("trap", 75, "illegal_instruction", ("__trap()", "kernel trap_kernel", "thread (3,0,0)")),
-        Fatal("dynamic_shared_out_of_bounds", 71, "illegal_address",
-              ("dynamic shared memory", "beyond the 256 bytes given at launch",
-               "kernel dynamic_shared_overrun", "thread (1,0,0)")),
-        Fatal("barrier_without_fibers", 74, "abort",
-              ("kernel barrier_kernel", "__syncthreads", "launched without fibers")),
+        Fatal(
+            "dynamic_shared_out_of_bounds",
+            71,
+            "illegal_address",
+            (
+                "dynamic shared memory",
+                "beyond the 256 bytes given at launch",
+                "kernel dynamic_shared_overrun",
+                "thread (1,0,0)",
+            ),
+        ),
+        Fatal(
+            "barrier_without_fibers", 74, "abort", ("kernel barrier_kernel", "__syncthreads", "launched without fibers")
+        ),
         Fatal("host_null_write", 71, "illegal_address", ("address 0x0 in host code",)),
         Fatal("host_abort", 74, "abort", ("abort() called in host code",)),
         Fatal("host_assert", 74, "abort", ("assertion `x == 4` failed in host code",)),
@@ -220,8 +281,7 @@ def test_device_printf_is_ordered_with_host_output(build: Build) -> None:
     lines = result.stdout.splitlines()
     assert lines[0] == "host before"
     assert lines[-1] == "host after"
-    assert sorted(lines[1:-1]) == sorted(
-        f"hello from thread {t} of block {b}" for b in range(2) for t in range(3))
+    assert sorted(lines[1:-1]) == sorted(f"hello from thread {t} of block {b}" for b in range(2) for t in range(3))
 
 
 def test_device_printf_is_capped_at_64_kib(build: Build) -> None:
@@ -240,16 +300,19 @@ def _python_loader(library: Path, body: str) -> subprocess.CompletedProcess[str]
         "lib.cudaperf_launch_count.restype = ctypes.c_ulonglong\n"
         "lib.cudaperf_runtime_configure(2, 0)\n" + body
     )
-    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=RUN_TIMEOUT_S)
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
 
 
 def test_shared_library_loads_and_runs_from_python(build: Build) -> None:
     n = 100000
-    result = _python_loader(build.exe("shared_lib.so"), (
-        "out = ctypes.c_float(0)\n"
-        f"rc = lib.sum_sequence({n}, ctypes.byref(out))\n"
-        "print(rc, out.value, lib.cudaperf_launch_count())\n"))
+    result = _python_loader(
+        build.exe("shared_lib.so"),
+        (
+            "out = ctypes.c_float(0)\n"
+            f"rc = lib.sum_sequence({n}, ctypes.byref(out))\n"
+            "print(rc, out.value, lib.cudaperf_launch_count())\n"
+        ),
+    )
     assert result.returncode == 0, result.stderr
     rc, total, launches = result.stdout.split()
     assert int(rc) == 0
@@ -276,9 +339,20 @@ def test_precompiled_header_is_used_and_fast(build: Build, tmp_path: Path) -> No
         'extern "C" void run(int n, float a, const float* x, float* y) {\n'
         '  ::cudaperf::launch<false>("saxpy", 7, (n + 255) / 256, 256, 0, 0,\n'
         "                            [&](auto... p) { saxpy(p...); }, n, a, x, y);\n"
-        "}\n")
-    args = [*FLAGS, "-Winvalid-pch", "-H", *INCLUDES, "-include", str(build.pch_header),
-            "-shared", str(source), "-o", str(tmp_path / "saxpy.so")]
+        "}\n"
+    )
+    args = [
+        *FLAGS,
+        "-Winvalid-pch",
+        "-H",
+        *INCLUDES,
+        "-include",
+        str(build.pch_header),
+        "-shared",
+        str(source),
+        "-o",
+        str(tmp_path / "saxpy.so"),
+    ]
     best = float("inf")
     for _ in range(2):
         start = time.perf_counter()
@@ -294,8 +368,7 @@ def test_runtime_costs_stay_within_goals(build: Build) -> None:
     """Loose bounds (3x the goals in docs/cpu-backend.md) that catch performance regressions."""
     result = _run(build.exe("bench_runtime"), "quick")
     assert result.returncode == 0, result.stderr
-    numbers = {key: float(value) for key, value in
-               (line.split() for line in result.stdout.splitlines())}
+    numbers = {key: float(value) for key, value in (line.split() for line in result.stdout.splitlines())}
     assert numbers["matmul512_s_1_threads"] < 3.0
     assert numbers["reduce1M_s_2_threads"] < 0.3
     assert numbers["syncthreads_ns_per_thread"] < 60
@@ -308,8 +381,12 @@ def test_test_kernels_are_valid_cuda(tmp_path: Path) -> None:
     source = tmp_path / "check.cu"
     source.write_text(
         '#include "core_kernels.cuh"\n#include "warp_kernels.cuh"\n#include "failure_kernels.cuh"\n'
-        "template __global__ void staged_axpy<float, 256>(const float*, float*, float, int);\n")
+        "template __global__ void staged_axpy<float, 256>(const float*, float*, float, int);\n"
+    )
     result = subprocess.run(
         ["nvcc", "-arch=sm_90", "-cubin", f"-I{SOURCES}", str(source), "-o", str(tmp_path / "k.cubin")],
-        capture_output=True, text=True, timeout=300)
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr

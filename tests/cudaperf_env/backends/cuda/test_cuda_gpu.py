@@ -111,7 +111,8 @@ def test_noop_kernel_is_wrong(timed):
 
 def test_crash_and_hang_leave_the_next_episode_working():
     ev = Evaluator(CudaBackend(timing=QUICK, timeout_s=5))
-    crash = KERNEL.replace("y[i] = a * x[i] + y[i]", "((float*)0)[i] = 1") + ENTRY + LAUNCH + "}\n"
+    wild = "((volatile float*)y)[i + (1ll << 34)] = 1"  # 64 GiB past the buffer: unmapped
+    crash = KERNEL.replace("y[i] = a * x[i] + y[i]", wild) + ENTRY + LAUNCH + "}\n"
     assert ev.evaluate(SAXPY, crash, seed=9).status == "runtime_error"
     hang = "__global__ void spin(int* f) { while (*(volatile int*)f == 0) {} }\n" + ENTRY + (
         "  int* f; cudaMalloc(&f, 4); cudaMemset(f, 0, 4); spin<<<1, 1>>>(f);\n}\n"

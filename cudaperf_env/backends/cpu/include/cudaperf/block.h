@@ -2,10 +2,10 @@
 #pragma once
 
 // CUDA's built-in variables. One copy per OS thread: blocks never migrate between threads.
-inline thread_local uint3 threadIdx;
-inline thread_local uint3 blockIdx;
-inline thread_local dim3 blockDim;
-inline thread_local dim3 gridDim;
+CUDAPERF_TLS uint3 threadIdx;
+CUDAPERF_TLS uint3 blockIdx;
+CUDAPERF_TLS dim3 blockDim;
+CUDAPERF_TLS dim3 gridDim;
 constexpr int warpSize = 32;
 
 namespace cudaperf {
@@ -94,7 +94,7 @@ struct Worker {
   Ctx sched;  // the worker's own stack, where the block scheduler runs
 };
 
-inline thread_local Worker* tls_worker = nullptr;
+CUDAPERF_TLS Worker* tls_worker = nullptr;
 
 inline void push_ready(Worker& w, unsigned i) {
   w.fibers[i].state = kReady;

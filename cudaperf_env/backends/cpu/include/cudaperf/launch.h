@@ -11,7 +11,7 @@ struct RuntimeConfig {
 };
 inline RuntimeConfig g_config;
 inline unsigned long long g_launch_count = 0;  // __atomic builtins
-inline thread_local char* tls_dynamic_shared = nullptr;
+CUDAPERF_TLS char* tls_dynamic_shared = nullptr;
 
 inline unsigned hardware_threads() {
   cpu_set_t set;

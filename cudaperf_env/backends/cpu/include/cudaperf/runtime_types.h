@@ -446,7 +446,7 @@ namespace cudaperf {
 namespace detail {
 
 // CUDA keeps the last error per host thread.
-inline thread_local cudaError_t tls_last_error = cudaSuccess;
+CUDAPERF_TLS cudaError_t tls_last_error = cudaSuccess;
 
 inline cudaError_t record_error(cudaError_t e) {
   if (e != cudaSuccess) tls_last_error = e;

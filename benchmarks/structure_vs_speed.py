@@ -1,0 +1,161 @@
+"""How well the structural score alone orders the starter implementations by measured time.
+
+Scores every implementation of every bundled C-to-CUDA task (static analysis
+plus the nvcc compile check, no GPU needed). With ``--times``, a JSON file of
+medians measured on a GPU::
+
+    {"card": "NVIDIA H200", "driver": "580.159.04", "date": "2026-12-01",
+     "tasks": {"c2cuda/matmul_f32": {"naive": 12.3, "smem_tiled_32": 4.1}}}
+
+it also reports the pairwise agreement (share of same-task pairs the score
+orders like the times; faster should score higher, ties in score count half)
+and Spearman correlations: pooled over all implementations of score against
+speedup over the task's baseline, and the mean of per-task correlations of
+score against 1/time. This is the baseline a learned ranker must beat.
+
+Run: ``python benchmarks/structure_vs_speed.py [--times times.json] [--out result.json]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from cudaperf_env.analysis import ScoreWeights, analyze
+from cudaperf_env.analysis.agreement import pairwise_agreement, spearman
+from cudaperf_env.analysis.score import weights_table
+from cudaperf_env.backends.compile_check import DEFAULT_ARCH, compile_check
+from cudaperf_env.backends.harness import wrap
+from cudaperf_env.tasks import Task, load_tasks
+
+
+def load_times(path: str) -> dict[str, Any]:
+    """The measured-times file, checked; exits with a message that says what is wrong."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        sys.exit(f"--times {path}: cannot read it as JSON ({exc})")
+    tasks = data.get("tasks") if isinstance(data, dict) else None
+    if not isinstance(tasks, dict) or not all(isinstance(v, dict) for v in tasks.values()):
+        sys.exit(f"--times {path}: expected {{'card', 'driver', 'date', 'tasks': {{task_id: {{impl: median_ms}}}}}}")
+    return data
+
+
+def score_all(tasks: dict[str, Task], arch: str, static_only: bool) -> list[dict[str, Any]]:
+    """Structural score, components and hints of every implementation."""
+    rows = []
+    for task in tasks.values():
+        for impl in task.implementations:
+            report = None if static_only else compile_check(wrap(task, impl.source), arch)
+            result = analyze(impl.source, report)
+            rows.append({
+                "task": task.id, "impl": impl.name, "baseline": impl.name == task.baseline,
+                "compiled": report is None or report.ok, "score": result.score,
+                "components": dict(result.components), "hints": list(result.hints),
+            })
+    return rows
+
+
+def attach_times(rows: list[dict[str, Any]], tasks: dict[str, Task], times: dict[str, Any]) -> None:
+    """Adds ``time_ms`` and ``speedup`` (baseline time / time) to the rows that were measured."""
+    for row in rows:
+        measured = times["tasks"].get(row["task"], {})
+        t = measured.get(row["impl"])
+        base = measured.get(tasks[row["task"]].baseline)
+        row["time_ms"] = float(t) if isinstance(t, int | float) and t > 0 else math.nan
+        ok = isinstance(base, int | float) and base > 0 and math.isfinite(row["time_ms"])
+        row["speedup"] = float(base) / row["time_ms"] if ok else math.nan
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Pairwise agreement and Spearman correlations over the timed rows."""
+    groups: dict[str, dict[str, tuple[float, float]]] = {}
+    for row in rows:
+        groups.setdefault(row["task"], {})[row["impl"]] = (row["score"], row.get("time_ms", math.nan))
+    result = pairwise_agreement(groups)
+    pooled = [(r["score"], r["speedup"]) for r in rows if math.isfinite(r.get("speedup", math.nan))]
+    per_task = []
+    for members in groups.values():
+        timed = [(s, 1.0 / t) for s, t in members.values() if math.isfinite(t) and t > 0]
+        if len(timed) >= 3:
+            rho = spearman([s for s, _ in timed], [v for _, v in timed])
+            if math.isfinite(rho):
+                per_task.append(rho)
+    return {
+        "pairwise_agreement": result.agreement,
+        "pairs": result.pairs,
+        "spearman_pooled_vs_speedup": spearman([s for s, _ in pooled], [v for _, v in pooled]) if pooled else math.nan,
+        "spearman_mean_per_task": statistics.fmean(per_task) if per_task else math.nan,
+        "tasks_with_3_or_more_timed": len(per_task),
+    }
+
+
+def show(rows: list[dict[str, Any]], summary: dict[str, Any] | None, times: dict[str, Any] | None) -> None:
+    title = "Structural score of the starter implementations"
+    if times:
+        title += f" vs. time on {times.get('card', '?')} (driver {times.get('driver', '?')}, {times.get('date', '?')})"
+    table = Table(title=title)
+    for column in ("task", "implementation", "score", "weakest components", *(("ms", "speedup") if times else ())):
+        table.add_column(column, justify="right" if column in ("score", "ms", "speedup") else "left")
+    for row in rows:
+        weakest = sorted(row["components"].items(), key=lambda kv: kv[1])[:2]
+        cells = [row["task"].split("/")[-1], row["impl"] + (" *" if row["baseline"] else ""), f"{row['score']:.3f}",
+                 ", ".join(f"{k} {v:.2f}" for k, v in weakest)]
+        if times:
+            cells += [f"{row['time_ms']:.3f}", f"{row['speedup']:.2f}"]
+        table.add_row(*cells)
+    console = Console()
+    console.print(table)
+    if summary:
+        console.print(
+            f"pairwise agreement {summary['pairwise_agreement']:.3f} over {summary['pairs']} same-task pairs; "
+            f"Spearman (pooled, vs speedup) {summary['spearman_pooled_vs_speedup']:.3f}; "
+            f"mean per-task Spearman {summary['spearman_mean_per_task']:.3f} "
+            f"({summary['tasks_with_3_or_more_timed']} tasks with 3+ timed implementations)"
+        )
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--times", help="JSON of measured median times (without it: scores only)")
+    parser.add_argument("--out", help="write the scores (and the agreement figures) as JSON here")
+    parser.add_argument("--arch", default=DEFAULT_ARCH, help="target architecture of the compile check")
+    parser.add_argument("--static-only", action="store_true", help="skip nvcc: source features only")
+    parser.add_argument("--task-dir", help="a directory of task files instead of the bundled tasks")
+    args = parser.parse_args()
+
+    tasks = load_tasks(args.task_dir, kind="c2cuda")
+    times = load_times(args.times) if args.times else None
+    rows = score_all(tasks, args.arch, args.static_only)
+    summary = None
+    if times:
+        attach_times(rows, tasks, times)
+        summary = summarize(rows)
+    show(rows, summary, times)
+    if args.out:
+        meta = {k: times.get(k) for k in ("card", "driver", "date")} if times else {}
+        payload = {**meta, "arch": args.arch, "static_only": args.static_only,
+                   "weights": weights_table(ScoreWeights()), "implementations": rows, **(summary or {})}
+        Path(args.out).write_text(json.dumps(_json_safe(payload), indent=2))
+
+
+if __name__ == "__main__":
+    main()
