@@ -17,7 +17,7 @@ INCLUDE_DIR = Path(__file__).parent / "include"
 SHIM_DIR = INCLUDE_DIR / "shim"
 RUNTIME_HEADER = "cudaperf/cuda_cpu.h"
 # Identical for the precompiled header and every build, or g++ ignores the PCH.
-BASE_FLAGS = ("-std=c++17", "-O2", "-fPIC", "-pthread", "-w", "-fno-strict-aliasing")
+BASE_FLAGS = ("-std=c++17", "-O2", "-fPIC", "-pthread", "-w", "-fno-strict-aliasing", "-fstack-clash-protection")
 
 
 @lru_cache(maxsize=1)
