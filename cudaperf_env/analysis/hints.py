@@ -22,6 +22,8 @@ def hints(
     """Findings, most important first (at most ``MAX_HINTS``)."""
     if analysis.parsed and not analysis.kernels:
         return ("no __global__ kernel found: nothing runs on the GPU",)
+    if analysis.truncated:
+        return ("the code nests too deeply to analyse: flatten the nested branches and expressions",)
     found: list[str] = []
     found += _barriers(analysis)
     found += _strided(analysis.global_accesses())

@@ -140,7 +140,10 @@ class KernelWalker:
     # ------------------------------------------------------------ statements
     def stmt(self, node: Any) -> None:
         """Walks a statement."""
-        if node is None or self.depth > MAX_DEPTH:
+        if node is None:
+            return
+        if self.depth > MAX_DEPTH:
+            self.record.truncated = True
             return
         self.depth += 1
         try:
@@ -292,6 +295,7 @@ class KernelWalker:
         if node is None:
             return V.opaque(False)
         if self.depth > MAX_DEPTH:
+            self.record.truncated = True
             return V.opaque()
         self.depth += 1
         try:
@@ -562,6 +566,7 @@ class KernelWalker:
     def pointer(self, node: Any) -> Pointer | None:
         """Where a pointer expression points, or None when it is not a known array."""
         if node is None or self.depth > MAX_DEPTH:
+            self.record.truncated = self.record.truncated or node is not None
             return None
         kind = node.type
         if kind == "identifier":

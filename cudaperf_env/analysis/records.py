@@ -176,3 +176,4 @@ class Record:
     warp_syncs: int = 0
     flops: float = 0.0
     global_bytes: float = 0.0
+    truncated: bool = False  # nesting deeper than the walk follows: counts are partial

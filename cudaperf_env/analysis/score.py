@@ -23,7 +23,7 @@ atomics         0.05     1; 0.5 with global atomics at data-dependent addresses;
 
 ``score = sum(w * c) / sum(w)`` over the available components, multiplied by
 ``deadlock_factor`` (0.5) when a barrier sits in a thread-dependent branch. A
-submission with no kernel scores 0.
+submission with no kernel, or nested too deeply to analyse (``analysis_truncated``), scores 0.
 """
 
 from __future__ import annotations
@@ -143,6 +143,8 @@ def structural_score(
     """
     weights = weights or ScoreWeights()
     if not _num(features, "kernels") and not _num(features, "compiled_kernels"):
+        return 0.0, {}
+    if _num(features, "analysis_truncated"):
         return 0.0, {}
     parts = components(features, weights)
     total_weight = sum(weights.weight(name) for name in parts)

@@ -82,7 +82,8 @@ class SourceAnalysis:
         warp_syncs: Number of ``__syncwarp`` (and tile ``sync``) calls.
         flops: Floating-point operations, loop-weighted.
         global_bytes: Bytes of global traffic, loop-weighted.
-        truncated: The walk stopped early (nesting too deep); counts are partial.
+        truncated: The walk stopped early (nesting deeper than any real kernel's); counts are
+            partial, so the score is 0 and the features say ``analysis_truncated``.
     """
 
     parsed: bool
@@ -152,7 +153,7 @@ def analyze_source(code: str, block_size_hint: int | None = None) -> SourceAnaly
         warp_syncs=record.warp_syncs,
         flops=record.flops,
         global_bytes=record.global_bytes,
-        truncated=truncated,
+        truncated=truncated or record.truncated,
     )
 
 
@@ -218,6 +219,8 @@ def source_features(analysis: SourceAnalysis) -> dict[str, float | int | bool | 
     """The static features (flat name -> value) of an analysis; empty when it found no kernel."""
     if not analysis.parsed or not analysis.kernels:
         return {}
+    if analysis.truncated:
+        return {"kernels": len(analysis.kernels), "analysis_truncated": True}
     mem = analysis.global_accesses()
     verdicts = [a.verdict for a in mem]
     shared_acc = [a for a in analysis.accesses if a.space == "shared" and a.op != "atomic"]

@@ -268,6 +268,13 @@ __global__ void k(float* x) {
     assert f["loops"] == 2 and f["unrolled_loops"] == 2 and f["max_loop_depth"] == 2 and f["parse_errors"] == 0
 
 
+def test_nesting_deeper_than_any_kernel_scores_zero_and_says_why():
+    deep = "__global__ void k(int* x) {" + "if (threadIdx.x) {" * 300 + "__syncthreads();" + "}" * 300 + "}"
+    report = analyze(deep, None)
+    assert report.score == 0.0 and report.value("analysis_truncated") is True
+    assert report.hints == ("the code nests too deeply to analyse: flatten the nested branches and expressions",)
+
+
 @pytest.mark.parametrize(
     "garbage",
     ["", "int main() { return 0; }", "this is not C++ at all {{{ ]]] <<<", "\x00\xff" * 50,
@@ -279,3 +286,4 @@ def test_garbage_and_hostile_source_never_raise(garbage):
     assert 0.0 <= report.score <= 1.0
     if "__global__" not in garbage:
         assert report.features == {} and report.score == 0.0
+        assert report.hints == ("no __global__ kernel found: nothing runs on the GPU",)
