@@ -99,13 +99,17 @@ def _eval(args: argparse.Namespace) -> None:
     task = find_task(args.task, args.task_dir)
     action = Path(args.submission).read_bytes().decode("utf-8", "replace")
     evaluation = Evaluator(make_backend(args.backend)).evaluate(task, action, seed=args.seed)
-    reward = compute_reward(Outcome(evaluation.status, evaluation.compiled, evaluation.correct, evaluation.speedup))
+    outcome = Outcome(evaluation.status, evaluation.compiled, evaluation.correct, evaluation.credited_speedup)
+    reward = compute_reward(outcome)
     result: dict[str, Any] = {
         "task_id": task.id,
         "status": evaluation.status,
         "compiled": evaluation.compiled,
         "correct": evaluation.correct,
         "speedup": _json_number(evaluation.speedup),
+        "speedup_lcb": _json_number(evaluation.speedup_lcb),
+        "timing_flags": list(evaluation.timing_flags),
+        "device": dict(evaluation.device),
         "runtime_ms": _json_number(evaluation.runtime_ms),
         "baseline_ms": _json_number(evaluation.baseline_ms),
         "backend": evaluation.backend,

@@ -60,7 +60,7 @@ class CudaPerfEnv(gym.Env[str, str]):
     - ``render_mode``: ``None`` or ``"ansi"``.
 
     ## Version History
-    - v0: initial version (CPU backend; correctness reward).
+    - v0: initial version (cpu and cuda backends; compile, correctness and speedup terms).
     """
 
     metadata = {"render_modes": ["ansi"]}
@@ -132,7 +132,7 @@ class CudaPerfEnv(gym.Env[str, str]):
         evaluation = self.evaluator.evaluate(self.task, action, seed=self._episode_seed + self.turn)
         self.last_evaluation = evaluation
         reward = compute_reward(
-            Outcome(evaluation.status, evaluation.compiled, evaluation.correct, evaluation.speedup),
+            Outcome(evaluation.status, evaluation.compiled, evaluation.correct, evaluation.credited_speedup),
             self.reward_config,
         )
         fast_enough = self.target_speedup is None or evaluation.speedup >= self.target_speedup
@@ -156,6 +156,8 @@ class CudaPerfEnv(gym.Env[str, str]):
             "compiled": e.compiled,
             "correct": e.correct,
             "speedup": e.speedup,
+            "speedup_lcb": e.speedup_lcb,
+            "timing_flagged": bool(e.timing_flags),
             "runtime_ms": e.runtime_ms,
             "baseline_ms": e.baseline_ms,
             "backend": e.backend,

@@ -36,7 +36,12 @@ def feedback(task: Task, evaluation: Evaluation) -> str:
 def _success(e: Evaluation) -> str:
     parts = [f"Correct on all {len(e.configs)} configurations ({e.backend} backend)."]
     if math.isfinite(e.speedup):
-        parts.append(f"Runtime {e.runtime_ms:.4g} ms vs. baseline {e.baseline_ms:.4g} ms: speedup {e.speedup:.2f}x.")
+        parts.append(
+            f"Runtime {e.runtime_ms:.4g} ms vs. baseline {e.baseline_ms:.4g} ms: speedup {e.speedup:.2f}x "
+            f"(95% lower bound {e.speedup_lcb:.2f}x) on {e.device.get('name', 'the GPU')}."
+        )
+        if e.timing_flags:
+            parts.append(f"Speedup not credited: {'; '.join(e.timing_flags)}.")
     else:
         parts.append("This backend checks correctness only; speed is measured on a GPU.")
     parts += _resources(e)

@@ -23,7 +23,6 @@ FP_MATH = re.compile(
     r"fmax|fmin|fdivide|frcp_rn|fsqrt_rn|fdiv_rn|fmul_rn|fadd_rn|saturate|floor|ceil|round|trunc)f?(_rn)?$"
 )
 CASTS = frozenset({"reinterpret_cast", "static_cast", "const_cast"})
-_HALVING = re.compile(r"^(\w+)(>>=1|/=2|\*=2|<<=1|=\1(>>1|/2|\*2|<<1))$")
 HALVING = re.compile(r"^(\w+)(>>=1|/=2|\*=2|<<=1|=\1(>>1|/2|\*2|<<1))$")
 
 

@@ -11,80 +11,44 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from cudaperf_env.analysis import values as V
 from cudaperf_env.analysis.constants import add_declaration_constants, declarators, fold
-from cudaperf_env.analysis.records import Access, Barrier, Loop, Pointer, Record, SharedArray
-from cudaperf_env.analysis.syntax import (
-    FLOAT_TYPES,
-    TYPE_BYTES,
-    base_type,
-    child,
-    int_literal,
-    is_float_literal,
-    line,
-    text,
+from cudaperf_env.analysis.cuda_names import (
+    BARRIERS,
+    CASTS,
+    FMAS,
+    FP_MATH,
+    HALVING,
+    LOADS,
+    STORES,
+    WARP_PRIMITIVES,
+    FunctionDef,
+    callee,
+    first_text,
+    mentions_grid,
 )
+from cudaperf_env.analysis.memory import (
+    LOOP_WEIGHT,
+    MAX_DEPTH,
+    MemoryWalker,
+    Scope,
+    is_memory,
+    new_pointer,
+    retype,
+)
+from cudaperf_env.analysis.records import Barrier, Loop, Pointer, Record, SharedArray
+from cudaperf_env.analysis.syntax import FLOAT_TYPES, base_type, child, int_literal, is_float_literal, line, text
 from cudaperf_env.analysis.values import Value
 
-LOOP_WEIGHT = 16  # assumed trip count of a loop when weighting its body
-MAX_DEPTH = 120  # expression/statement nesting followed before giving up (hostile input)
+__all__ = ["LOOP_WEIGHT", "FunctionDef", "KernelWalker"]
 MAX_INLINE = 4
-BARRIERS = frozenset(
-    {"__syncthreads", "__syncthreads_count", "__syncthreads_and", "__syncthreads_or", "__barrier_sync"}
-)
-WARP_PRIMITIVES = re.compile(
-    r"^(__shfl\w*|__ballot_sync|__any_sync|__all_sync|__match_\w+|__reduce_\w+_sync|shfl\w*|ballot|"
-    r"match_any|match_all|reduce|inclusive_scan|exclusive_scan)$"
-)
-LOADS = frozenset({"__ldg", "__ldca", "__ldcg", "__ldcs", "__ldlu", "__ldcv"})
-STORES = frozenset({"__stcg", "__stcs", "__stwb", "__stwt"})
-FMAS = frozenset({"fma", "fmaf", "__fmaf_rn", "__fmaf_rz", "__fmaf_ru", "__fmaf_rd", "__fma_rn", "__hfma", "__hfma2"})
-FP_MATH = re.compile(
-    r"^(__)?(exp|exp2|exp10|log|log2|log10|sqrt|rsqrt|cbrt|tanh|sinh|cosh|erf|erfc|sin|cos|tan|pow|fabs|"
-    r"fmax|fmin|fdivide|frcp_rn|fsqrt_rn|fdiv_rn|fmul_rn|fadd_rn|saturate|floor|ceil|round|trunc)f?(_rn)?$"
-)
-CASTS = frozenset({"reinterpret_cast", "static_cast", "const_cast"})
-_HALVING = re.compile(r"^(\w+)(>>=1|/=2|\*=2|<<=1|=\1(>>1|/2|\*2|<<1))$")
 _BINOPS = {"+", "-", "*", "/", "%", "<<", ">>", "&", "|", "^"}
 
 
-@dataclass(frozen=True)
-class FunctionDef:
-    """A function definition.
-
-    Attributes:
-        name: Simple name.
-        node: The ``function_definition`` node.
-        kind: ``kernel`` (``__global__``), ``device`` or ``host``.
-        template_params: Names of non-type template parameters, in order.
-        launch_bounds: The first ``__launch_bounds__`` argument, when constant.
-        line: Line of the definition.
-    """
-
-    name: str
-    node: Any
-    kind: str
-    template_params: tuple[str, ...] = ()
-    launch_bounds: int | None = None
-    line: int = 0
-
-
-@dataclass
-class _Scope:
-    scalars: dict[str, Value] = field(default_factory=dict)
-    level: dict[str, int] = field(default_factory=dict)
-    pointers: dict[str, Pointer] = field(default_factory=dict)
-    dims: dict[str, tuple[int | None, ...]] = field(default_factory=dict)
-    consts: dict[str, int] = field(default_factory=dict)
-    grid_vars: set[str] = field(default_factory=set)
-    groups: dict[str, str] = field(default_factory=dict)  # cooperative group -> "block" | "warp"
-    returns: list[Value] = field(default_factory=list)
-
-
-class KernelWalker:
+class KernelWalker(MemoryWalker):
     """Walks one kernel (and the device functions it calls) into a :class:`Record`."""
 
     def __init__(
@@ -97,23 +61,16 @@ class KernelWalker:
         block_x: int | None = None,
         template_args: tuple[int | None, ...] = (),
     ) -> None:
-        self.kernel = kernel
+        super().__init__(kernel, record, Scope(consts=dict(consts)))
         self.functions = functions
         self.pragmas = pragmas
-        self.record = record
         self.block_x = block_x
-        self.scope = _Scope(consts=dict(consts))
         for name, value in zip(kernel.template_params, template_args, strict=False):
             if value is not None:
                 self.scope.consts[name] = value
-        self.loop_depth = 0
         self.cond_depth = 0
-        self.divergent = 0
-        self.open_loops: list[dict[str, bool]] = []
-        self.single_lane = 0  # inside `if (lane == 0)`-like branches: one lane (or a few) active
         self.few_lanes: set[int] = set()  # ids of conditions that select single lanes
         self.inlined: list[str] = []
-        self.depth = 0
 
     # ----------------------------------------------------------------- entry
     def run(self) -> None:
@@ -132,7 +89,7 @@ class KernelWalker:
                 continue
             if decl.pointer or decl.dims:
                 target = self.pointer(arg) if arg is not None else None
-                self.scope.pointers[decl.name] = target or _new_pointer(decl.name, "global", type_text)
+                self.scope.pointers[decl.name] = target or new_pointer(decl.name, "global", type_text)
             else:
                 value = self.ev(arg) if arg is not None else V.symbol(decl.name, fp=fp)
                 self.scope.scalars[decl.name] = replace(value, fp=fp) if type_text != "auto" else value
@@ -169,29 +126,29 @@ class KernelWalker:
             if "__shared__" in heads:
                 self._shared(decl.name, decl.dims, type_text, "extern" in heads, line(node))
             elif decl.dims:
-                self.scope.pointers[decl.name] = _new_pointer(decl.name, "local", type_text)
+                self.scope.pointers[decl.name] = new_pointer(decl.name, "local", type_text)
                 self.scope.dims[decl.name] = decl.dims
                 if decl.value is not None:
                     self.ev(decl.value)
             elif decl.pointer:
                 target = self.pointer(decl.value) if decl.value is not None else None
-                declared = _new_pointer(decl.name, "unknown", type_text)
-                self.scope.pointers[decl.name] = _retype(target, declared) or declared
+                declared = new_pointer(decl.name, "unknown", type_text)
+                self.scope.pointers[decl.name] = retype(target, declared) or declared
             else:
                 self._scalar(decl.name, decl.value, type_text)
 
     def _shared(self, name: str, dims: tuple[int | None, ...], type_text: str, extern: bool, at: int) -> None:
-        elem = _new_pointer(name, "shared", type_text)
+        elem = new_pointer(name, "shared", type_text)
         self.scope.pointers[name] = elem
         self.scope.dims[name] = dims
         self.record.shared.append(SharedArray(self.kernel.name, name, dims or (1,), elem.elem_bytes, extern, at))
 
     def _scalar(self, name: str, init: Any, type_text: str) -> None:
         fp = base_type(type_text) in FLOAT_TYPES
-        callee = _callee(init) if init is not None and init.type == "call_expression" else ""
-        if callee == "this_thread_block" or "thread_block" in type_text and "tile" not in type_text:
+        made_by = callee(init) if init is not None and init.type == "call_expression" else ""
+        if made_by == "this_thread_block" or "thread_block" in type_text and "tile" not in type_text:
             self.scope.groups[name] = "block"
-        elif callee.startswith(("tiled_partition", "coalesced_threads")) or "thread_block_tile" in type_text:
+        elif made_by.startswith(("tiled_partition", "coalesced_threads")) or "thread_block_tile" in type_text:
             self.scope.groups[name] = "warp"
         if init is None or init.type in ("argument_list", "initializer_list"):
             if init is not None:
@@ -200,7 +157,7 @@ class KernelWalker:
             value = V.symbol(name, fp=fp)
         else:
             value = self.ev(init)
-            if _mentions_grid(init, self.scope.grid_vars):
+            if mentions_grid(init, self.scope.grid_vars):
                 self.scope.grid_vars.add(name)
         if type_text not in ("auto", "") and base_type(type_text) != "auto":
             value = replace(value, fp=fp)
@@ -245,9 +202,9 @@ class KernelWalker:
         step = self.ev(update) if update is not None else None
         grid = (
             start is not None and start.per_thread and step is not None and update is not None
-            and _mentions_grid(update, self.scope.grid_vars)
+            and mentions_grid(update, self.scope.grid_vars)
         )
-        halving = update is not None and bool(_HALVING.match(re.sub(r"\s+", "", text(update))))
+        halving = update is not None and bool(HALVING.match(re.sub(r"\s+", "", text(update))))
         self.cond_depth -= 1
         self._loop(node, child(node, "condition"), child(node, "body"), grid, halving)
 
@@ -448,14 +405,14 @@ class KernelWalker:
             name = text(left)
             old = self.scope.scalars.get(name, V.symbol(name))
             new = value if op == "=" else self._binop(op[:-1], old, value)
-            if _mentions_grid(right, self.scope.grid_vars):
+            if mentions_grid(right, self.scope.grid_vars):
                 self.scope.grid_vars.add(name)
             self._bind(name, replace(new, fp=old.fp or new.fp))
             return new
         target = left
-        if left is not None and left.type == "field_expression" and _is_memory(child(left, "argument")):
+        if left is not None and left.type == "field_expression" and is_memory(child(left, "argument")):
             target = child(left, "argument")
-        if target is not None and _is_memory(target):
+        if target is not None and is_memory(target):
             if op != "=":
                 old = self.access(target, "load")
                 self._binop(op[:-1], old, value)
@@ -471,11 +428,11 @@ class KernelWalker:
         scope.scalars[name] = value
 
     def _e_call_expression(self, node: Any) -> Value:
-        name = _callee(node)
+        name = callee(node)
         function = child(node, "function")
         args = list(child(node, "arguments").named_children) if child(node, "arguments") is not None else []
         obj = text(child(function, "argument")) if function is not None and function.type == "field_expression" else ""
-        if name in BARRIERS or (name == "sync" and self.scope.groups.get(obj or _first(args)) == "block"):
+        if name in BARRIERS or (name == "sync" and self.scope.groups.get(obj or first_text(args)) == "block"):
             self._barrier(node)
         elif name in ("__syncwarp",) or name == "sync":
             self.record.warp_syncs += 1
@@ -527,7 +484,7 @@ class KernelWalker:
         params = child(child(fn.node, "declarator"), "parameters")
         plist = [p for p in (params.named_children if params is not None else ()) if "parameter" in p.type]
         outer = self.scope
-        inner = _Scope(consts=dict(outer.consts), groups=dict(outer.groups))
+        inner = Scope(consts=dict(outer.consts), groups=dict(outer.groups))
         bound: list[tuple[Any, Any]] = list(zip(plist, args, strict=False))
         pending: list[tuple[Any, Value | Pointer | None]] = []
         for param, arg in bound:  # evaluate in the caller's scope, bind in the callee's
@@ -557,152 +514,7 @@ class KernelWalker:
             if isinstance(got, Pointer):
                 self.scope.pointers[decl.name] = got
             elif decl.pointer or decl.dims:
-                self.scope.pointers[decl.name] = _new_pointer(decl.name, "unknown", type_text)
+                self.scope.pointers[decl.name] = new_pointer(decl.name, "unknown", type_text)
             else:
                 value = got if isinstance(got, Value) else V.opaque()
                 self.scope.scalars[decl.name] = replace(value, fp=base_type(type_text) in FLOAT_TYPES)
-
-    # ----------------------------------------------------------------- memory
-    def pointer(self, node: Any) -> Pointer | None:
-        """Where a pointer expression points, or None when it is not a known array."""
-        if node is None or self.depth > MAX_DEPTH:
-            self.record.truncated = self.record.truncated or node is not None
-            return None
-        kind = node.type
-        if kind == "identifier":
-            return self.scope.pointers.get(text(node))
-        if kind == "parenthesized_expression":
-            inner = node.named_children
-            return self.pointer(inner[-1]) if inner else None
-        if kind == "cast_expression":
-            type_text = text(child(node, "type"))
-            target = self.pointer(child(node, "value"))
-            return _retype(target, _new_pointer("", "", type_text)) if target and "*" in type_text else target
-        if kind == "call_expression" and _callee(node) in CASTS:
-            args = child(node, "arguments").named_children
-            type_text = text(child(child(node, "function"), "arguments"))
-            target = self.pointer(args[0]) if len(args) == 1 else None
-            return _retype(target, _new_pointer("", "", type_text.strip("<>"))) if target else None
-        if kind == "binary_expression" and text(child(node, "operator")) in ("+", "-"):
-            sign = 1 if text(child(node, "operator")) == "+" else -1
-            target = self.pointer(child(node, "left"))
-            if target is not None:
-                return replace(target, offset=V.add(target.offset, self.ev(child(node, "right")), sign))
-            target = self.pointer(child(node, "right")) if sign > 0 else None
-            if target is not None:
-                return replace(target, offset=V.add(target.offset, self.ev(child(node, "left"))))
-            return None
-        if kind == "pointer_expression" and text(child(node, "operator")) == "&":
-            ref = self.memref(child(node, "argument"))
-            return replace(ref[0], offset=ref[1]) if ref else None
-        if kind == "conditional_expression":
-            self.ev(child(node, "condition"))
-            return self.pointer(child(node, "consequence")) or self.pointer(child(node, "alternative"))
-        return None
-
-    def memref(self, node: Any) -> tuple[Pointer, Value] | None:
-        """The array and element index a subscript or dereference designates."""
-        if node is None:
-            return None
-        if node.type == "pointer_expression" and text(child(node, "operator")) == "*":
-            target = self.pointer(child(node, "argument"))
-            return (target, target.offset) if target else None
-        if node.type != "subscript_expression":
-            return None
-        indices: list[Value] = []
-        base = node
-        while base is not None and base.type == "subscript_expression" and len(indices) < 8:
-            found = child(base, "indices")
-            parts = found.named_children if found is not None else []
-            indices.insert(0, self.ev(parts[0]) if parts else V.opaque())
-            base = child(base, "argument")
-        target = self.pointer(base)
-        if target is None:
-            return None
-        dims = self.scope.dims.get(text(base), ()) if base.type == "identifier" else ()
-        flat = indices[0]
-        for k, index in enumerate(indices[1:], start=1):
-            size = dims[k] if k < len(dims) else None
-            flat = V.add(V.mul(flat, V.constant(size) if size else V.symbol("dim")), index)
-        return target, V.add(target.offset, flat)
-
-    def access(self, node: Any, op: str) -> Value:
-        """Records a load or store through ``node`` and returns the value read."""
-        ref = self.memref(node)
-        if ref is None:
-            for sub in node.named_children:
-                self.ev(sub)
-            return V.opaque()
-        return self._record(ref[0], ref[1], line(node), op)
-
-    def _record(self, target: Pointer, index: Value, at: int, op: str) -> Value:
-        if self.single_lane and target.space == "global" and index.kind != V.UNIFORM:
-            index = Value(V.UNIFORM, 0, None, True, index.fp, "")  # one lane: nothing to coalesce
-        if target.space in ("global", "shared"):
-            self.record.accesses.append(
-                Access(self.kernel.name, target.base, target.space, op, index, target.elem_bytes, target.vector,
-                       at, self.loop_depth, self.single_lane > 0)
-            )
-        if target.space == "global":
-            self.record.global_bytes += target.elem_bytes * self._weight()
-        if target.space == "shared":
-            for flags in self.open_loops:
-                flags["shared"] = True
-        if target.space in ("local", "unknown"):
-            return V.opaque(True, target.fp)
-        return V.loaded(index, target.fp)
-
-    def _weight(self) -> float:
-        return float(LOOP_WEIGHT**self.loop_depth)
-
-
-def _new_pointer(name: str, space: str, type_text: str) -> Pointer:
-    base = base_type(type_text)
-    size = TYPE_BYTES.get(base, 4)
-    vector = size >= 8 and base[-1:].isdigit()
-    return Pointer(name, space, V.constant(0), size, base in FLOAT_TYPES, vector)
-
-
-def _retype(target: Pointer | None, declared: Pointer) -> Pointer | None:
-    """``target`` seen through a pointer of ``declared``'s element type."""
-    if target is None or declared.elem_bytes == target.elem_bytes:
-        return replace(target, fp=declared.fp, vector=declared.vector) if target else None
-    offset = target.offset
-    old, new = target.elem_bytes, declared.elem_bytes
-    if offset.kind == V.LINEAR and isinstance(offset.stride, int) and (offset.stride * old) % new == 0:
-        offset = replace(offset, stride=offset.stride * old // new)
-    elif offset.kind == V.UNIFORM:
-        const = offset.const * old // new if offset.const is not None and (offset.const * old) % new == 0 else None
-        offset = replace(offset, const=const)
-    else:
-        offset = V.opaque(offset.per_thread)
-    return Pointer(target.base, target.space, offset, new, declared.fp, declared.vector)
-
-
-def _callee(node: Any) -> str:
-    function = child(node, "function")
-    if function is None:
-        return ""
-    if function.type == "field_expression":
-        return text(child(function, "field"))
-    if function.type == "template_function":
-        function = child(function, "name") or function
-    return text(function).split("::")[-1].split("<")[0].strip()
-
-
-def _first(args: list[Any]) -> str:
-    return text(args[0]) if args else ""
-
-
-def _is_memory(node: Any) -> bool:
-    return node is not None and (
-        node.type == "subscript_expression"
-        or (node.type == "pointer_expression" and text(child(node, "operator")) == "*")
-    )
-
-
-def _mentions_grid(node: Any, grid_vars: set[str]) -> bool:
-    source = text(node)
-    if "gridDim" in source:
-        return True
-    return bool(grid_vars) and any(name in grid_vars for name in re.findall(r"[A-Za-z_]\w*", source))

@@ -26,16 +26,21 @@ def make_backend(name: str = "auto", **options: object) -> Backend:
     one-line notice.
     """
     from cudaperf_env.backends.cpu.backend import CpuBackend
+    from cudaperf_env.backends.cuda.backend import CudaBackend
 
     if name not in BACKENDS:
         raise ValueError(f"unknown backend {name!r}; expected one of: {', '.join(BACKENDS)}")
-    if name == "cuda":
-        raise BackendUnavailableError(
-            "the cuda backend is not part of this version yet; use backend='cpu' (correctness "
-            "only) or backend='auto'"
-        )
     if name == "auto":
-        _log.warning("cudaperf: using the cpu backend (correctness only, no timing)")
+        name = "cuda" if gpu_available() else "cpu"
+        if name == "cpu":
+            _log.warning("cudaperf: no usable GPU; using the cpu backend (correctness only, no timing)")
+    if name == "cuda":
+        if not gpu_available():
+            raise BackendUnavailableError(
+                "backend='cuda' needs an NVIDIA GPU with its driver (nvidia-smi found none); "
+                "use backend='cpu' (correctness only) or backend='auto'"
+            )
+        return CudaBackend(**options)  # type: ignore[arg-type]  # options are CudaBackend fields
     return CpuBackend(**options)  # type: ignore[arg-type]  # options are CpuBackend fields
 
 

@@ -1,0 +1,48 @@
+"""Timing statistics and plausibility checks (pure; no GPU needed)."""
+
+import pytest
+
+from cudaperf_env.backends import make_backend
+from cudaperf_env.backends.cuda.timing import (
+    TimingOptions,
+    bandwidth_flag,
+    estimate_speedup,
+    wall_clock_inconsistent,
+)
+from cudaperf_env.errors import BackendUnavailableError
+
+
+def test_speedup_is_ratio_of_medians_with_a_lower_bound():
+    e = estimate_speedup([1.0, 1.1, 0.9, 1.0, 5.0], [2.0, 2.1, 1.9, 2.0, 2.0])
+    assert e.speedup == pytest.approx(2.0) and e.candidate_ms == 1.0 and e.baseline_ms == 2.0
+    assert 1.0 < e.speedup_lcb <= e.speedup and e.trials == 5
+
+
+def test_noise_within_the_deadband_is_reported_as_exactly_one():
+    assert estimate_speedup([1.0, 1.01], [1.02, 1.0], deadband=0.03).speedup == 1.0
+
+
+def test_hidden_work_shows_up_against_the_wall_clock():
+    events = [0.1] * 10  # the events claim 0.1 ms per call
+    assert not wall_clock_inconsistent(events, wall_ms=10 * 0.1 + 10 * 0.05, overhead_ms=0.05)
+    assert wall_clock_inconsistent(events, wall_ms=10 * 2.0, overhead_ms=0.05)  # 2 ms per call really
+
+
+def test_bandwidth_above_the_copy_ceiling_is_flagged():
+    gigabyte = 10**9
+    assert not bandwidth_flag(gigabyte, time_ms=0.3, ceiling_gbps=4200)  # 3.3 TB/s: plausible
+    assert bandwidth_flag(gigabyte, time_ms=0.1, ceiling_gbps=4200)  # 10 TB/s: impossible
+
+
+def test_timing_options_are_validated():
+    with pytest.raises(ValueError, match="input_sets"):
+        TimingOptions(input_sets=1)
+    with pytest.raises(ValueError, match="min_trials"):
+        TimingOptions(min_trials=10, max_trials=5)
+
+
+def test_cuda_backend_without_a_gpu_says_what_to_do(monkeypatch):
+    monkeypatch.setattr("cudaperf_env.backends.gpu_available", lambda: False)
+    with pytest.raises(BackendUnavailableError, match="use backend='cpu'"):
+        make_backend("cuda")
+    assert make_backend("auto").name == "cpu"
