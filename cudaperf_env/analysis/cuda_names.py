@@ -48,6 +48,7 @@ class FunctionDef:
 
 
 def callee(node: Any) -> str:
+    """The called function's simple name (``"atomicAdd"``, ``"sync"`` for ``block.sync()``), "" if none."""
     function = child(node, "function")
     if function is None:
         return ""
@@ -59,10 +60,12 @@ def callee(node: Any) -> str:
 
 
 def first_text(args: list[Any]) -> str:
+    """Source text of the first argument node, "" when there is none."""
     return text(args[0]) if args else ""
 
 
 def mentions_grid(node: Any, grid_vars: set[str]) -> bool:
+    """Whether an expression uses ``gridDim`` directly or through a variable defined from it."""
     source = text(node)
     if "gridDim" in source:
         return True
