@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import shutil
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -157,10 +158,11 @@ class Evaluator:
         result = Evaluation("", "", self.backend.name, code=code, seconds=seconds)
         jobs = self.jobs(task, seed)
         (workdir / "ref").mkdir()
+        cancel = threading.Event()  # set on an early return: stops compilers still running
         with ThreadPoolExecutor(max_workers=3) as pool:
             check = pool.submit(compile_check, wrap(task, code, "cuda"), self.options.arch,
-                                self.options.compile_timeout_s)  # fmt: skip
-            built = pool.submit(self.backend.build, task, code)
+                                self.options.compile_timeout_s, cancel)  # fmt: skip
+            built = pool.submit(self.backend.build, task, code, cancel)
             expected = pool.submit(self.reference.expected, task, jobs, seed, workdir / "ref")
             worker = self.backend.start_worker(workdir)
             try:
@@ -192,6 +194,7 @@ class Evaluator:
                         seconds["total"] = time.perf_counter() - started
                         return result
             finally:
+                cancel.set()
                 worker.kill()
         failed = [o for o in outcomes if o.status != "ok"]
         seconds["total"] = time.perf_counter() - started

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,8 +57,8 @@ class Backend(Protocol):
         """Whether runs are timed (speedup is NaN otherwise)."""
         ...
 
-    def build(self, task: Task, code: str) -> Build:
-        """Turn submission source into something :meth:`run` can execute."""
+    def build(self, task: Task, code: str, cancel: threading.Event | None = None) -> Build:
+        """Turn submission source into something :meth:`run` can execute (``cancel`` stops it early)."""
         ...
 
     def start_worker(self, workdir: Path) -> WorkerProcess:

@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -62,7 +63,9 @@ class CompileReport:
     arch: str = DEFAULT_ARCH
 
 
-def compile_check(source: str, arch: str = DEFAULT_ARCH, timeout_s: float = 60.0) -> CompileReport:
+def compile_check(
+    source: str, arch: str = DEFAULT_ARCH, timeout_s: float = 60.0, cancel: threading.Event | None = None
+) -> CompileReport:
     """Compile ``source`` (a complete .cu translation unit) to a cubin for ``arch``."""
     nvcc = toolchain.nvcc()
     flags = ["-arch=" + arch, "-cubin", "-Xptxas", "-v", "-std=c++17", "-O3", "-lineinfo"]
@@ -76,7 +79,7 @@ def compile_check(source: str, arch: str = DEFAULT_ARCH, timeout_s: float = 60.0
     work = Path(tempfile.mkdtemp(prefix="check-", dir=cache_dir("tmp")))  # private: checks may race
     try:
         (work / "submission.cu").write_text(source)
-        result = toolchain.run_tool([nvcc, *flags, "submission.cu", "-o", "out.cubin"], work, timeout_s)
+        result = toolchain.run_tool([nvcc, *flags, "submission.cu", "-o", "out.cubin"], work, timeout_s, cancel=cancel)
         if result.ok:
             (work / "out.cubin").replace(cubin)
     finally:
@@ -87,7 +90,7 @@ def compile_check(source: str, arch: str = DEFAULT_ARCH, timeout_s: float = 60.0
     report = CompileReport(
         result.ok, log, kernels, result.seconds, False, result.timed_out, str(cubin) if result.ok else None, arch
     )
-    if not result.timed_out:
+    if not result.timed_out:  # a time-out may be load or cancellation: not cached
         write_atomic(entry, json.dumps({**asdict(report), "cached": False}).encode())
     return report
 

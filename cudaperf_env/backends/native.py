@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,6 +42,7 @@ def build_library(
     libs: tuple[str, ...] = (),
     timeout_s: float = 60.0,
     memory_bytes: int = 4 << 30,
+    cancel: threading.Event | None = None,
 ) -> BuildResult:
     """Compile ``source`` into a shared library with ``compiler flags``; reuse a cached build."""
     key = digest("native/1", toolchain.version(compiler), *flags, *libs, key_extra, source)
@@ -52,7 +54,8 @@ def build_library(
         src = work / f"source{suffix}"
         src.write_text(source)
         out = work / "lib.so"
-        result = toolchain.run_tool([compiler, *flags, str(src), "-o", str(out), *libs], work, timeout_s, memory_bytes)
+        cmd = [compiler, *flags, str(src), "-o", str(out), *libs]
+        result = toolchain.run_tool(cmd, work, timeout_s, memory_bytes, cancel=cancel)
         if result.ok and out.exists():
             out.replace(library)
             return BuildResult(True, library, result.output, result.seconds)

@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from functools import lru_cache
@@ -86,8 +87,12 @@ def run_tool(
     timeout_s: float,
     memory_bytes: int = 8 << 30,
     max_output_chars: int = 8000,
+    cancel: threading.Event | None = None,
 ) -> ToolResult:
-    """Run a compiler in its own process group with limits; never raises on its failure."""
+    """Run a compiler in its own process group with limits; never raises on its failure.
+
+    Setting ``cancel`` kills the compiler early (its result is then a time-out).
+    """
     start = time.perf_counter()
 
     def limits() -> None:
@@ -105,13 +110,18 @@ def run_tool(
         start_new_session=True,
         preexec_fn=limits,
     )
-    timed_out = False
-    try:
-        raw, _ = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _kill_group(proc)
-        raw, _ = proc.communicate()
+    timed_out, deadline = False, start + timeout_s
+    while True:
+        wait = deadline - time.perf_counter()
+        try:
+            raw, _ = proc.communicate(timeout=max(0.0, min(wait, 0.05)) if cancel else max(0.0, wait))
+            break
+        except subprocess.TimeoutExpired:
+            if time.perf_counter() >= deadline or (cancel is not None and cancel.is_set()):
+                timed_out = True
+                _kill_group(proc)
+                raw, _ = proc.communicate()
+                break
     text = sanitize(raw[: 4 * max_output_chars].decode("utf-8", "replace"))
     return ToolResult(proc.returncode, truncate(text, max_output_chars), time.perf_counter() - start, timed_out)
 

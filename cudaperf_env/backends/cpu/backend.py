@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,12 +36,12 @@ class CpuBackend:
     name: str = "cpu"
     measures_time: bool = False
 
-    def build(self, task: Task, code: str) -> Build:
+    def build(self, task: Task, code: str, cancel: threading.Event | None = None) -> Build:
         passed = prepass(code)
         if passed.rejections:
             unsupported = tuple(Unsupported(r.line, r.construct, r.message) for r in passed.rejections)
             return Build(False, unsupported=unsupported)
-        result = build_cpu(wrap(task, passed.source, "cuda"), self.build_timeout_s)
+        result = build_cpu(wrap(task, passed.source, "cuda"), self.build_timeout_s, cancel)
         return Build(result.ok, result.library, result.log, (), result.seconds, result.cached)
 
     def start_worker(self, workdir: Path) -> WorkerProcess:

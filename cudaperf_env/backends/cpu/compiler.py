@@ -6,6 +6,7 @@ version and compiler, and builds cached by content.
 
 from __future__ import annotations
 
+import threading
 from functools import lru_cache
 from pathlib import Path
 
@@ -56,7 +57,7 @@ def precompiled_header() -> Path:
     return header
 
 
-def build_cpu(translation_unit: str, timeout_s: float = 60.0) -> BuildResult:
+def build_cpu(translation_unit: str, timeout_s: float = 60.0, cancel: threading.Event | None = None) -> BuildResult:
     """Compile a complete translation unit (pre-passed code + harness shim) for the CPU runtime."""
     flags = [
         *BASE_FLAGS,
@@ -76,4 +77,5 @@ def build_cpu(translation_unit: str, timeout_s: float = 60.0) -> BuildResult:
         key_extra=runtime_version(),
         libs=("-lm",),
         timeout_s=timeout_s,
+        cancel=cancel,
     )

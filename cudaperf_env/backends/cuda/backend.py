@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import threading
 import time
 import weakref
 from collections.abc import Sequence
@@ -89,9 +90,9 @@ class CudaBackend:
     def arch(self) -> str:
         return detect_arch()
 
-    def build(self, task: Task, code: str) -> Build:
+    def build(self, task: Task, code: str, cancel: threading.Event | None = None) -> Build:
         result = build_library(toolchain.nvcc(), nvcc_flags(self.arch), wrap(task, code, "cuda"), ".cu",
-                               timeout_s=self.build_timeout_s)  # fmt: skip
+                               timeout_s=self.build_timeout_s, cancel=cancel)  # fmt: skip
         return Build(result.ok, result.library, result.log, (), result.seconds, result.cached)
 
     def start_worker(self, workdir: Path) -> WorkerProcess:

@@ -64,7 +64,8 @@ extern "C" __global__ void dynamic(float* y) {
   extern __shared__ float s[];
   s[threadIdx.x] = y[threadIdx.x]; __syncthreads(); y[threadIdx.x] = s[blockDim.x - 1 - threadIdx.x];
 }""",
-    "named_barriers": """  # bar.sync 5: barriers 0..5 in use, 2 * 32 / 6 = 10 blocks on sm_90
+    # bar.sync 5: barriers 0..5 in use, so 2 * 32 / 6 = 10 blocks on sm_90
+    "named_barriers": """
 extern "C" __global__ void named_barriers(float* y) {
   y[threadIdx.x] += 1.0f;
   asm volatile("bar.sync 5, %0;" :: "r"(blockDim.x));
