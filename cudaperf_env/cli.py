@@ -91,16 +91,16 @@ def _tasks_show(args: argparse.Namespace) -> None:
 
 def _eval(args: argparse.Namespace) -> None:
     from cudaperf_env.backends import make_backend
+    from cudaperf_env.env import outcome_of
     from cudaperf_env.evaluate import Evaluator
     from cudaperf_env.feedback import feedback
-    from cudaperf_env.reward import Outcome, compute_reward
+    from cudaperf_env.reward import compute_reward
     from cudaperf_env.tasks import find_task
 
     task = find_task(args.task, args.task_dir)
     action = Path(args.submission).read_bytes().decode("utf-8", "replace")
     evaluation = Evaluator(make_backend(args.backend)).evaluate(task, action, seed=args.seed)
-    outcome = Outcome(evaluation.status, evaluation.compiled, evaluation.correct, evaluation.credited_speedup)
-    reward = compute_reward(outcome)
+    reward = compute_reward(outcome_of(evaluation))
     result: dict[str, Any] = {
         "task_id": task.id,
         "status": evaluation.status,
@@ -117,7 +117,13 @@ def _eval(args: argparse.Namespace) -> None:
         "reward_terms": reward.terms,
         "feedback": feedback(task, evaluation),
         "seconds": dict(evaluation.seconds),
+        "structural_score": None,
+        "features": {},
     }
+    if evaluation.structure is not None:
+        structure = evaluation.structure.as_dict()
+        result.update(structural_score=structure["structural_score"], features=structure["features"],
+                      hints=structure["hints"])  # fmt: skip
     if args.json:
         print(json.dumps(result, indent=2))
     else:

@@ -15,11 +15,24 @@ from cudaperf_env.errors import TaskNotFoundError
 from cudaperf_env.evaluate import EvalOptions, Evaluation, Evaluator
 from cudaperf_env.feedback import feedback
 from cudaperf_env.prompt import task_prompt, turn_prompt
-from cudaperf_env.reward import Outcome, RewardConfig, compute_reward
+from cudaperf_env.reward import PRESET_TERMS, Outcome, RewardConfig, compute_reward
 from cudaperf_env.tasks import Task, load_tasks
 from cudaperf_env.text import charset, sanitize, truncate
 
 MAX_OBSERVATION_CHARS = 32768
+
+
+def outcome_of(evaluation: Evaluation, previous_score: float = math.nan) -> Outcome:
+    """What the reward sees of an evaluation (flagged speedups are not credited)."""
+    structure = evaluation.structure.score if evaluation.structure is not None else math.nan
+    return Outcome(
+        evaluation.status,
+        evaluation.compiled,
+        evaluation.correct,
+        evaluation.credited_speedup,
+        structural_score=structure,
+        previous_score=previous_score,
+    )
 
 
 class CudaPerfEnv(gym.Env[str, str]):
@@ -41,9 +54,12 @@ class CudaPerfEnv(gym.Env[str, str]):
     plus a reminder of the task. Printable ASCII only.
 
     ## Rewards
-    ``cudaperf_env.reward.compute_reward``: a format penalty for replies with no
-    usable code, plus credit for compiling, for correctness and for log2 speedup
-    (GPU only). Terms appear in ``info`` as ``reward/<name>``.
+    ``cudaperf_env.reward.compute_reward`` with ``reward.preset`` (default
+    ``cudaperf``): a format penalty for replies with no usable code, credit for
+    compiling, for correctness, for log2 speedup (GPU only), for the structural
+    score (coalescing, occupancy, reuse, synchronization) and for improvement over
+    the previous turn. Every term of the preset appears in ``info`` as
+    ``reward/<name>`` (0.0 when it did not apply).
 
     ## Episode End
     Terminated when the submission is correct (and, with ``target_speedup``, at
@@ -104,6 +120,7 @@ class CudaPerfEnv(gym.Env[str, str]):
         self.task: Task | None = None
         self.turn = 0
         self._episode_seed = 0
+        self._previous_score = math.nan
         self._last_text = ""
         self.last_evaluation: Evaluation | None = None
 
@@ -119,6 +136,7 @@ class CudaPerfEnv(gym.Env[str, str]):
         self.turn = 0
         self._episode_seed = int(self.np_random.integers(2**31 - 1))
         self.last_evaluation = None
+        self._previous_score = math.nan
         self._last_text = self._observation(task_prompt(self.task))
         return self._last_text, {"task_id": task_id, "turn": 0, "backend": self.backend.name}
 
@@ -131,10 +149,8 @@ class CudaPerfEnv(gym.Env[str, str]):
         self.turn += 1
         evaluation = self.evaluator.evaluate(self.task, action, seed=self._episode_seed + self.turn)
         self.last_evaluation = evaluation
-        reward = compute_reward(
-            Outcome(evaluation.status, evaluation.compiled, evaluation.correct, evaluation.credited_speedup),
-            self.reward_config,
-        )
+        reward = compute_reward(outcome_of(evaluation, self._previous_score), self.reward_config)
+        self._previous_score = reward.score
         fast_enough = self.target_speedup is None or evaluation.speedup >= self.target_speedup
         terminated = evaluation.correct and fast_enough
         truncated = not terminated and self.turn >= self.max_turns
@@ -162,8 +178,10 @@ class CudaPerfEnv(gym.Env[str, str]):
             "baseline_ms": e.baseline_ms,
             "backend": e.backend,
             "eval_seconds": e.seconds.get("total", math.nan),
+            "structural_score": e.structure.score if e.structure is not None else math.nan,
         }
-        info.update({f"reward/{name}": value for name, value in terms.items()})
+        names = PRESET_TERMS[self.reward_config.preset]
+        info.update({f"reward/{name}": terms.get(name, 0.0) for name in names})
         return info
 
     def _observation(self, text: str) -> str:

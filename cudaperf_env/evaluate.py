@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from cudaperf_env.analysis import StructuralReport, analyze
 from cudaperf_env.backends.base import Backend
 from cudaperf_env.backends.cache import scratch_dir
 from cudaperf_env.backends.compile_check import DEFAULT_ARCH, KernelResources, compile_check
@@ -87,6 +88,7 @@ class Evaluation:
     timing_flags: tuple[str, ...] = ()
     per_config_ms: tuple[float, ...] = ()
     device: Mapping[str, object] = field(default_factory=dict)
+    structure: StructuralReport | None = None
     seconds: Mapping[str, float] = field(default_factory=dict)
 
     @property
@@ -172,8 +174,10 @@ class Evaluator:
                 if not report.ok:
                     why = "timed out" if report.timed_out else "failed"
                     return replace(result, status="compile_error", message=f"nvcc {why}")
+                structure = pool.submit(analyze, code, report)  # overlaps the build and the run
                 build = built.result()
                 seconds["build"] = build.seconds
+                result = replace(result, structure=structure.result())
                 if build.unsupported:
                     findings = tuple(Finding(u.line, u.construct, u.message) for u in build.unsupported)
                     return replace(result, status="rejected", message=findings[0].message, findings=findings)

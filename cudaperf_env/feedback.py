@@ -28,6 +28,9 @@ def feedback(task: Task, evaluation: Evaluation) -> str:
         body = _success(e)
     else:
         body = _failure(e)
+    if e.structure is not None and e.structure.hints and e.status not in ("format_error", "compile_error"):
+        hints = "\n".join(f"  - {h}" for h in e.structure.hints[:5])
+        body += f"\nStructure (score {e.structure.score:.2f}):\n{hints}"
     if e.stdout and e.status != "format_error":
         body += f"\nYour program printed:\n{truncate(e.stdout, 1000, 15)}"
     return sanitize(f"[{e.status}] {body}")

@@ -215,6 +215,15 @@ PRESETS: Mapping[str, Callable[[Outcome, RewardConfig], Reward]] = MappingProxyT
 })
 
 
+# Every term a preset can report, so logs and vector envs see the same keys every step.
+PRESET_TERMS: Mapping[str, tuple[str, ...]] = MappingProxyType({
+    "cudaperf": ("format", "compile", "correct", "speedup", "structure", "ranker", "improvement"),
+    "cuda_agent": ("milestone",),
+    "kevin": ("correct", "speedup"),
+    "speedup_only": ("speedup",),
+})
+
+
 def compute_reward(outcome: Outcome, config: RewardConfig | None = None) -> Reward:
     """The reward for one submission under ``config.preset`` (default: the ``cudaperf`` composite)."""
     config = config or RewardConfig()

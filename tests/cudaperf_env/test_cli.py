@@ -59,5 +59,7 @@ def test_demo_plays_wrong_naive_and_optimized(capsys):
 def test_demo_rows_show_the_scripted_progression():
     rows = run_demo("cpu", Console(file=io.StringIO()))
     assert [r["status"] for r in rows] == ["wrong_answer", "ok", "ok"]
-    assert [r["reward"] for r in rows] == pytest.approx([0.1, 1.1, 1.1])
+    rewards = [r["reward"] for r in rows]
+    assert rewards[0] < 1.0 < rewards[1] and rewards[2] > 1.0  # correctness dominates
+    assert rows[1]["reward/improvement"] > 0  # turn 2 improved on turn 1
     assert rows[-1]["truncated"] and not rows[-1]["terminated"]  # speed target unmeasurable on cpu
