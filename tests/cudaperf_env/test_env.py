@@ -63,7 +63,8 @@ def test_correct_answer_terminates_with_reward_terms(env):
     obs, reward, terminated, truncated, info = step_on(env, fence(saxpy_source()))
     assert (info["status"], info["correct"], terminated, truncated) == ("ok", True, True, False)
     assert reward == pytest.approx(sum(v for k, v in info.items() if k.startswith("reward/"))) and reward > 1.1
-    assert 0 < info["structural_score"] <= 1 and info["reward/structure"] == pytest.approx(0.5 * info["structural_score"])
+    assert 0 < info["structural_score"] <= 1
+    assert info["reward/structure"] == pytest.approx(0.5 * info["structural_score"])
     assert info["reward/improvement"] == 0.0  # first turn: nothing to improve on
     assert np.isnan(info["speedup"]) and info["backend"] == "cpu"
     assert "[ok] Correct on all 4 configurations" in obs
