@@ -28,19 +28,11 @@ from cudaperf_env.backends.reference import ReferenceOutputs
 from cudaperf_env.backends.sandbox import Crash
 from cudaperf_env.compare import Comparison, compare, unchanged
 from cudaperf_env.source import extract_code, screen
+from cudaperf_env.source.screen import Finding
 from cudaperf_env.tasks.inputs import make_inputs
 from cudaperf_env.tasks.schema import Config, Task
 
 STATUSES = ("ok", "format_error", "compile_error", "runtime_error", "timeout", "wrong_answer", "rejected")
-
-
-@dataclass(frozen=True)
-class Finding:
-    """A problem found in the source before anything ran."""
-
-    line: int
-    rule: str
-    message: str
 
 
 @dataclass(frozen=True)
@@ -146,7 +138,7 @@ class Evaluator:
         if extraction.code is None:
             return Evaluation("format_error", extraction.error or "no code found", name)
         code = extraction.code
-        findings = tuple(Finding(f.line, f.rule, f.message) for f in screen(code, entry=task.entry))
+        findings = screen(code, entry=task.entry)
         if findings:
             return Evaluation("rejected", findings[0].message, name, code=code, findings=findings)
         workdir = scratch_dir()
@@ -179,7 +171,7 @@ class Evaluator:
                 seconds["build"] = build.seconds
                 result = replace(result, structure=structure.result())
                 if build.unsupported:
-                    findings = tuple(Finding(u.line, u.construct, u.message) for u in build.unsupported)
+                    findings = build.unsupported
                     return replace(result, status="rejected", message=findings[0].message, findings=findings)
                 if not build.ok:
                     msg = f"nvcc accepts this code but the {self.backend.name} backend could not build it"

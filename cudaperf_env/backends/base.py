@@ -11,16 +11,8 @@ from typing import Protocol
 from cudaperf_env.backends.cuda.timing import Timing
 from cudaperf_env.backends.execute import CallResult, Job
 from cudaperf_env.backends.sandbox import Crash, WorkerProcess
+from cudaperf_env.source.screen import Finding
 from cudaperf_env.tasks.schema import Task
-
-
-@dataclass(frozen=True)
-class Unsupported:
-    """A construct the backend cannot run, at a source line, with what to use instead."""
-
-    line: int
-    construct: str
-    message: str
 
 
 @dataclass(frozen=True)
@@ -31,7 +23,7 @@ class Build:
         ok: Built; ``library`` is set.
         library: The shared library to load in a worker.
         log: Build diagnostics.
-        unsupported: Constructs this backend rejects (then ``ok`` is False).
+        unsupported: Constructs this backend cannot run, by line (then ``ok`` is False).
         seconds: Build wall time (0 if cached).
         cached: Served from the build cache.
     """
@@ -39,7 +31,7 @@ class Build:
     ok: bool
     library: Path | None = None
     log: str = ""
-    unsupported: tuple[Unsupported, ...] = ()
+    unsupported: tuple[Finding, ...] = ()
     seconds: float = 0.0
     cached: bool = False
 

@@ -8,13 +8,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cudaperf_env.backends.base import Build, Unsupported
+from cudaperf_env.backends.base import Build
 from cudaperf_env.backends.cpu.compiler import build_cpu
 from cudaperf_env.backends.cpu.prepass import prepass
 from cudaperf_env.backends.cuda.timing import Timing
 from cudaperf_env.backends.execute import CallResult, Job, run_jobs
 from cudaperf_env.backends.harness import wrap
 from cudaperf_env.backends.sandbox import Crash, WorkerProcess
+from cudaperf_env.source.screen import Finding
 from cudaperf_env.tasks.schema import Task
 
 
@@ -39,7 +40,7 @@ class CpuBackend:
     def build(self, task: Task, code: str, cancel: threading.Event | None = None) -> Build:
         passed = prepass(code)
         if passed.rejections:
-            unsupported = tuple(Unsupported(r.line, r.construct, r.message) for r in passed.rejections)
+            unsupported = tuple(Finding(r.line, r.construct, r.message) for r in passed.rejections)
             return Build(False, unsupported=unsupported)
         result = build_cpu(wrap(task, passed.source, "cuda"), self.build_timeout_s, cancel)
         return Build(result.ok, result.library, result.log, (), result.seconds, result.cached)

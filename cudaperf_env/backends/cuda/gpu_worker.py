@@ -94,11 +94,12 @@ class Worker:
                 argv[i] = ctypes.addressof(value)
         return mem, buffers, argv, keep
 
-    def download(self, buffers) -> list:
-        """Copy every buffer back to the shared file; the indices of broken canaries."""
+    def download(self, buffers, hosts: list | None = None) -> list:
+        """Copy every buffer back to its host address (or to ``hosts``); the indices of broken canaries."""
         overruns = []
-        for i, dev, host, nbytes in buffers:
-            self.check(self.h.cph_copy(ctypes.c_void_p(host), dev, ctypes.c_size_t(nbytes), D2H, self.err, 512))
+        for n, (i, dev, host, nbytes) in enumerate(buffers):
+            target = ctypes.c_void_p(hosts[n] if hosts is not None else host)
+            self.check(self.h.cph_copy(target, dev, ctypes.c_size_t(nbytes), D2H, self.err, 512))
             intact = ctypes.c_int()
             self.check(self.h.cph_canary_intact(dev, ctypes.c_size_t(nbytes), ctypes.c_size_t(CANARY_BYTES),
                                                 ctypes.byref(intact), self.err, 512))  # fmt: skip
@@ -175,17 +176,8 @@ class Worker:
         mem = mmap.mmap(fd, size, mmap.MAP_SHARED)
         os.close(fd)
         base = ctypes.addressof(ctypes.c_char.from_buffer(mem))
-        offsets = [a["ptr"] for a in args if "ptr" in a]
-        overruns = []
-        for (i, dev, _, nbytes), offset in zip(work[1], offsets, strict=True):
-            host = ctypes.c_void_p(base + offset)
-            self.check(self.h.cph_copy(host, dev, ctypes.c_size_t(nbytes), D2H, self.err, 512))
-            intact = ctypes.c_int()
-            self.check(self.h.cph_canary_intact(dev, ctypes.c_size_t(nbytes), ctypes.c_size_t(CANARY_BYTES),
-                                                ctypes.byref(intact), self.err, 512))  # fmt: skip
-            if not intact.value:
-                overruns.append(i)
-        return overruns
+        hosts = [base + a["ptr"] for a in args if "ptr" in a]
+        return self.download(work[1], hosts)
 
     def bandwidth(self, request: dict) -> None:
         gbps = ctypes.c_double()
