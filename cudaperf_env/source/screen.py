@@ -242,6 +242,16 @@ class _Structure:
             yield _Hit(0, "")
 
 
+@dataclass(frozen=True)
+class _TokenPaste:
+    """``##`` in a macro: it can assemble a forbidden name (``sys##tem``) the screen cannot see."""
+
+    def find(self, view: _View) -> Iterator[_Hit]:
+        for tok in view.unit.directives:
+            if "##" in tok.text and tok.text.lstrip("# \t").startswith("define"):
+                yield _Hit(tok.line, "##")
+
+
 _RULES: Mapping[str, tuple[_Matcher, str]] = MappingProxyType(
     {
         "include": (_Includes(libraries=False), (
@@ -304,6 +314,9 @@ _RULES: Mapping[str, tuple[_Matcher, str]] = MappingProxyType(
         "init_code": (_InitCode(), (
             "`{name}` makes code run before or after `{entry}` (constructors, destructors, init "
             "sections), which is not allowed: do all the work inside `{entry}` and your kernels")),
+        "token_paste": (_TokenPaste(), (
+            "token pasting (`##`) in macros is not allowed (it can build names the screen must "
+            "see): write the names out in full")),
         "asm": (_Names(names=frozenset({"asm", "__asm__", "__asm"})), (
             "inline assembly (`{name}`) is not allowed: use CUDA C++ intrinsics instead "
             "(__shfl_down_sync, __ldg, atomicAdd, ...)")),

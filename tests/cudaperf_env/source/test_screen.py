@@ -244,3 +244,13 @@ def test_screen_is_fast_and_survives_hostile_input() -> None:
     for _ in range(10):
         screen(GOOD * 8, entry="saxpy")
     assert (time.perf_counter() - started) / 10 < 0.05
+
+
+def test_token_pasting_is_rejected_since_it_can_hide_names():
+    code = (
+        "#define CAT(a, b) a##b\n"
+        "__global__ void k(float* y) { y[0] = 1; }\n"
+        'extern "C" void f(float* y) { CAT(sys, tem)("true"); k<<<1, 1>>>(y); }\n'
+    )
+    findings = screen(code, entry="f")
+    assert [(f.line, f.rule) for f in findings] == [(1, "token_paste")]
