@@ -73,6 +73,7 @@ class BufferFile:
         self.slots, self.guards, self.size = layout(task, config)
         with open(path, "wb") as f:
             f.truncate(self.size)
+        path.chmod(0o666)  # the worker may run as another (unprivileged) user
         with open(path, "r+b") as f:
             self._mem = mmap.mmap(f.fileno(), self.size)
         self._view = np.frombuffer(self._mem, dtype=np.uint8)

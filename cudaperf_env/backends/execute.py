@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,17 +56,22 @@ def run_jobs(
     deterministic: bool = False,
     memory_bytes: int = 8 << 30,
     worker: WorkerProcess | None = None,
+    uid: int | None = None,
 ) -> list[CallResult]:
     """Load ``library`` in a worker and call the entry once per job; stop at the first failure.
 
     Args:
         worker: An already started worker to use (pre-warmed while compiling); a fresh
             one otherwise (then killed at the end; a given worker is the caller's to kill).
+        uid: When running as root, the user the submission runs as (e.g. 65534, nobody): it
+            then cannot write outside ``workdir``. The library and buffers are made readable to it.
     """
+    if uid is not None and os.geteuid() == 0:
+        library = _share_with(uid, library, workdir)
     proc = worker or WorkerProcess(workdir)
     try:
         load = {"op": "load", "lib": str(library), "name": "candidate", "threads": threads,
-                "deterministic": deterministic, "memory_bytes": memory_bytes}  # fmt: skip
+                "deterministic": deterministic, "memory_bytes": memory_bytes, "uid": uid}  # fmt: skip
         reply = proc.request(load, timeout_s)
         if isinstance(reply, Crash) or not reply.get("ok"):
             return [_failure(reply, proc)]
@@ -72,6 +79,15 @@ def run_jobs(
     finally:
         if worker is None:
             proc.kill()
+
+
+def _share_with(uid: int, library: Path, workdir: Path) -> Path:
+    """Copy the library into ``workdir`` and open both to ``uid`` (buffer files follow the dir's mode)."""
+    shared = workdir / "submission.so"
+    shutil.copyfile(library, shared)
+    shared.chmod(0o755)
+    os.chown(workdir, uid, -1)  # the worker may create its scratch files here, nowhere else
+    return shared
 
 
 def _call_each(

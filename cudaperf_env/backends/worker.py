@@ -47,6 +47,12 @@ def main(reply_fd: int) -> None:
 def _load(request: dict, reply) -> object:
     limit = int(request.get("memory_bytes", 8 << 30))
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    uid = request.get("uid")
+    if uid is not None and os.geteuid() == 0:  # run the submission as an unprivileged user
+        resource.setrlimit(resource.RLIMIT_NPROC, (256, 256))
+        os.setgroups([])
+        os.setgid(int(uid))
+        os.setuid(int(uid))
     try:
         lib = ctypes.CDLL(request["lib"], mode=ctypes.RTLD_LOCAL | os.RTLD_NOW)
         call = lib.cudaperf_call

@@ -28,12 +28,15 @@ class CpuBackend:
         deterministic: One thread, blocks in order (reproducible float atomics).
         timeout_s: Wall-clock limit per configuration.
         build_timeout_s: Wall-clock limit for g++.
+        sandbox_uid: When running as root, the submission runs as this user (default 65534,
+            ``nobody``) so it cannot write outside its scratch directory; None keeps root.
     """
 
     threads: int = 0
     deterministic: bool = False
     timeout_s: float = 10.0
     build_timeout_s: float = 60.0
+    sandbox_uid: int | None = 65534
     name: str = "cpu"
     measures_time: bool = False
 
@@ -57,5 +60,6 @@ class CpuBackend:
         assert build.library is not None, "run() needs a successful build"
         threads = self.threads or min(os.cpu_count() or 1, 8)
         return run_jobs(
-            build.library, task, jobs, workdir, self.timeout_s, threads, self.deterministic, worker=worker
+            build.library, task, jobs, workdir, self.timeout_s, threads, self.deterministic, worker=worker,
+            uid=self.sandbox_uid,
         )

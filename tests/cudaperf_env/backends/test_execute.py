@@ -4,6 +4,7 @@ These use host C "submissions" built with gcc, so they exercise the runner and
 sandbox independently of the CUDA-on-CPU runtime.
 """
 
+import os
 import time
 from pathlib import Path
 
@@ -23,13 +24,13 @@ TASK = load_task(Path(__file__).parents[2] / "fixtures" / "tasks" / "saxpy.yaml"
 PREFIX = "#include <stdio.h>\n#include <stdlib.h>\n#include <unistd.h>\n#include <signal.h>\n"
 
 
-def run_c(body: str, timeout_s: float = 5.0, configs=None, workdir=None):
+def run_c(body: str, timeout_s: float = 5.0, configs=None, workdir=None, uid=None):
     code = PREFIX + "void saxpy(int n, float a, const float* x, float* y) {\n" + body + "\n}\n"
     build = build_library(toolchain.host_compiler("gcc"), ["-std=gnu11", "-O1", "-fPIC", "-shared"],
                           wrap(TASK, code, "c"), ".c")  # fmt: skip
     assert build.ok, build.log
     jobs = [Job(c, make_inputs(TASK, c, seed=7)) for c in (configs or TASK.configs)]
-    return jobs, run_jobs(build.library, TASK, jobs, workdir or scratch_dir(), timeout_s)
+    return jobs, run_jobs(build.library, TASK, jobs, workdir or scratch_dir(), timeout_s, uid=uid)
 
 
 def test_correct_code_returns_every_buffer():
@@ -96,3 +97,12 @@ def test_inputs_are_reproducible_per_seed(seed):
     b = make_inputs(TASK, {"N": 100}, seed)
     c = make_inputs(TASK, {"N": 100}, seed + 10)
     assert np.array_equal(a["x"], b["x"]) and not np.array_equal(a["x"], c["x"])
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="privilege drop applies when the environment runs as root")
+def test_submission_runs_unprivileged_and_cannot_write_system_files():
+    probe = Path("/etc/cudaperf-sandbox-probe")
+    body = f'FILE* f = fopen("{probe}", "w"); y[0] = f ? 1.0f : 0.0f; y[1] = (float)geteuid();'
+    _, results = run_c(body, configs=[{"N": 1000}], uid=65534)
+    assert results[0].status == "ok"
+    assert results[0].buffers["y"][:2].tolist() == [0.0, 65534.0] and not probe.exists()

@@ -1,0 +1,1 @@
+"""Family generators: each a pure function ``(rng, variant) -> task mapping``."""
