@@ -60,10 +60,9 @@ def _failure(e: Evaluation) -> str:
     text = f"{verb} on {where}: {failed.message}."
     c = failed.comparison
     if c is not None:
-        text += (
-            f"\n  first mismatch at flat index {c.first_bad}: got {c.got:.7g}, expected {c.want:.7g}"
-            f"\n  max abs error {c.max_abs_error:.3g}, max rel error {c.max_rel_error:.3g}"
-        )
+        text += f"\n  first mismatch at flat index {c.first_bad}: got {c.got:.7g}, expected {c.want:.7g}"
+        if c.nans < c.mismatches:  # errors over the finite mismatches; NaNs are reported below
+            text += f"\n  max abs error {c.max_abs_error:.3g}, max rel error {c.max_rel_error:.3g}"
         if c.nans:
             text += (
                 f"\n  {c.nans} elements are NaN: output buffers arrive filled with NaN, so every element "
