@@ -133,6 +133,10 @@ class Evaluator:
     def evaluate(self, task: Task, action: str, seed: int = 0) -> Evaluation:
         """Judge one action (raw agent text) for ``task``; never raises on bad input."""
         started = time.perf_counter()
+        result = self._evaluate(task, action, seed)
+        return replace(result, seconds={**result.seconds, "total": time.perf_counter() - started})
+
+    def _evaluate(self, task: Task, action: str, seed: int) -> Evaluation:
         name = self.backend.name
         extraction = extract_code(action if isinstance(action, str) else "", max_chars=self.options.max_code_chars)
         if extraction.code is None:
@@ -143,11 +147,11 @@ class Evaluator:
             return Evaluation("rejected", findings[0].message, name, code=code, findings=findings)
         workdir = scratch_dir()
         try:
-            return self._compile_and_run(task, code, seed, workdir, started)
+            return self._compile_and_run(task, code, seed, workdir)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
 
-    def _compile_and_run(self, task: Task, code: str, seed: int, workdir: Path, started: float) -> Evaluation:
+    def _compile_and_run(self, task: Task, code: str, seed: int, workdir: Path) -> Evaluation:
         seconds: dict[str, float] = {}
         result = Evaluation("", "", self.backend.name, code=code, seconds=seconds)
         jobs = self.jobs(task, seed)
@@ -187,13 +191,11 @@ class Evaluator:
                     result = _with_timing(result, self.backend.time(task, build, seed, workdir, worker))
                     seconds["timing"] = time.perf_counter() - t_time
                     if result.status:
-                        seconds["total"] = time.perf_counter() - started
                         return result
             finally:
                 cancel.set()
                 worker.kill()
         failed = [o for o in outcomes if o.status != "ok"]
-        seconds["total"] = time.perf_counter() - started
         return replace(
             result,
             status=failed[0].status if failed else "ok",
