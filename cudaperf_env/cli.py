@@ -12,6 +12,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from cudaperf_env.dataset.cli import add_dataset_commands
 from cudaperf_env.errors import CudaPerfError
 
 
@@ -32,6 +33,7 @@ def main(argv: list[str] | None = None) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cudaperf", description=__doc__)
     sub = parser.add_subparsers(title="commands")
+    add_dataset_commands(sub)
 
     tasks = sub.add_parser("tasks", help="list or show tasks").add_subparsers(title="tasks commands")
     p = tasks.add_parser("list", help="list the tasks")

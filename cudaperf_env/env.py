@@ -11,6 +11,7 @@ from gymnasium import spaces
 
 from cudaperf_env.backends import make_backend
 from cudaperf_env.backends.base import Backend
+from cudaperf_env.dataset import load_dataset
 from cudaperf_env.errors import TaskNotFoundError
 from cudaperf_env.evaluate import EvalOptions, Evaluation, Evaluator
 from cudaperf_env.feedback import feedback
@@ -68,6 +69,8 @@ class CudaPerfEnv(gym.Env[str, str]):
     ## Arguments
     - ``task_dir``: directory of task files (default: the bundled tasks).
     - ``kind``: ``c2cuda`` or ``torch2cuda``; ``task_ids``: restrict to these ids.
+    - ``split``: ``train``, ``validation`` or ``test`` of the generated dataset
+      (``docs/dataset-card.md``) instead of the hand-written starter tasks.
     - ``backend``: ``cpu``, ``cuda`` or ``auto``, or a backend object.
     - ``max_turns``: refinement turns per episode.
     - ``reward``: a :class:`~cudaperf_env.reward.RewardConfig`.
@@ -86,6 +89,7 @@ class CudaPerfEnv(gym.Env[str, str]):
         task_dir: str | Path | None = None,
         kind: str = "c2cuda",
         task_ids: list[str] | None = None,
+        split: str | None = None,
         backend: str | Backend = "auto",
         max_turns: int = 4,
         reward: RewardConfig | None = None,
@@ -98,7 +102,7 @@ class CudaPerfEnv(gym.Env[str, str]):
             raise ValueError(f"max_turns must be >= 1, got {max_turns}")
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
-        tasks = load_tasks(task_dir, kind)
+        tasks = load_dataset(split=split) if split is not None else load_tasks(task_dir, kind)
         if task_ids is not None:
             missing = [t for t in task_ids if t not in tasks]
             if missing:

@@ -8,7 +8,12 @@ from cudaperf_env.source.tokens import Token, tokenize
 
 # Kept verbatim: keywords and types change what is computed; other names are renamed by order of appearance.
 C_KEYWORDS = frozenset(
-    ["auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void", "volatile", "while", "size_t", "bool"]
+    {
+        "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum", "extern",
+        "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return", "short", "signed",
+        "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void", "volatile", "while", "size_t",
+        "bool",
+    }
 )
 
 

@@ -112,3 +112,11 @@ def test_hostile_input_gets_a_status_and_the_env_keeps_working(env, action, stat
     # the next episode is unaffected
     obs, reward, terminated, truncated, info = step_on(env, fence(saxpy_source()))
     assert info["status"] == "ok"
+
+
+def test_split_selects_the_generated_dataset():
+    env = CudaPerfEnv(split="train", backend=CpuBackend(timeout_s=3.0))
+    _, info = env.reset(seed=0)
+    assert info["task_id"] in env.tasks and len(env.tasks) > 100
+    with pytest.raises(ValueError, match="split"):
+        CudaPerfEnv(split="nope", backend=CpuBackend())

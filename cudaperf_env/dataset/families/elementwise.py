@@ -28,7 +28,7 @@ INT_BINARY = (
     "(($a | $b) & 1023)",
 )
 _DOUBLE_FN = re.compile(r"\b(sin|cos|tanh|fabs|fmax|fmin|exp|log|sqrt|atan|erf|atan2)f\b")
-_FLOAT_LIT = re.compile(r"(\d+\.\d+)f\b")
+_FLOAT_LIT = re.compile(r"\b(\d+(?:\.\d+)?(?:e-?\d+)?)f\b")
 
 
 def to_double(expr: str) -> str:
@@ -36,7 +36,8 @@ def to_double(expr: str) -> str:
     return _FLOAT_LIT.sub(r"\1", _DOUBLE_FN.sub(r"\1", expr))
 
 
-def _unary_chain(rng: np.random.Generator, var: str, depth: int, dtype: str) -> str:
+def unary_chain(rng: np.random.Generator, var: str, depth: int, dtype: str) -> str:
+    """A chain of `depth` random unary operators applied to `var` (float32 spelling for float dtypes)."""
     expr = var
     for _ in range(depth):
         if dtype == "int32":
@@ -47,9 +48,10 @@ def _unary_chain(rng: np.random.Generator, var: str, depth: int, dtype: str) -> 
     return expr
 
 
-def _binary(rng: np.random.Generator, dtype: str) -> str:
-    a = _unary_chain(rng, "a", int(rng.integers(0, 2)), dtype)
-    b = _unary_chain(rng, "b", int(rng.integers(0, 2)), dtype)
+def binary_expr(rng: np.random.Generator, dtype: str) -> str:
+    """A random binary operator over `a` and `b`, each under 0-1 unary operators."""
+    a = unary_chain(rng, "a", int(rng.integers(0, 2)), dtype)
+    b = unary_chain(rng, "b", int(rng.integers(0, 2)), dtype)
     if dtype == "int32":
         return fill(pick(rng, INT_BINARY), a=a, b=b, k=int(rng.integers(2, 9)))
     return fill(pick(rng, FLOAT_BINARY), a=a, b=b, c=lit(rng.uniform(0.1, 0.9), "float32"))
@@ -58,14 +60,14 @@ def _binary(rng: np.random.Generator, dtype: str) -> str:
 def map_unary(rng: np.random.Generator, variant: int) -> dict[str, Any]:
     """y[i] = f(x[i]) for a random chain of 1-3 float operators."""
     dtype = pick(rng, ("float32", "float64"))
-    expr = _unary_chain(rng, "a", int(rng.integers(1, 4)), "float32")
+    expr = unary_chain(rng, "a", int(rng.integers(1, 4)), "float32")
     return _map_task("map_unary", dtype, expr if dtype == "float32" else to_double(expr), ["a"])
 
 
 def map_binary(rng: np.random.Generator, variant: int) -> dict[str, Any]:
     """z[i] = f(x[i], y[i]) (or y updated in place) for a random float or int expression."""
     dtype = pick(rng, ("float32", "float64", "int32"))
-    expr = _binary(rng, dtype)
+    expr = binary_expr(rng, dtype)
     if dtype == "float64":
         expr = to_double(expr)
     return _map_task("map_binary", dtype, expr, ["a", "b"], inplace=bool(rng.integers(0, 2)))

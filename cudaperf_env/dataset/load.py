@@ -1,0 +1,55 @@
+"""Load the shipped C-to-CUDA dataset (or any file the builder wrote) as tasks, whole or by split."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from cudaperf_env.errors import TaskNotFoundError
+from cudaperf_env.tasks import Task, parse_task
+
+DATA_FILE = Path(__file__).resolve().parents[1] / "tasks" / "data" / "dataset" / "c2cuda.jsonl.gz"
+SPLITS = ("train", "validation", "test")
+
+
+def load_records(path: str | Path = DATA_FILE) -> list[dict[str, Any]]:
+    """The raw task mappings of a data file (with provenance and ``labels``), in file order."""
+    path = Path(path)
+    if not path.is_file():
+        raise TaskNotFoundError(f"no dataset file at {path}; build one with `cudaperf dataset build --out {path}`")
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def load_splits(path: str | Path = DATA_FILE) -> dict[str, list[str]]:
+    """The ``splits.json`` written next to a data file."""
+    splits = Path(path).parent / "splits.json"
+    if not splits.is_file():
+        raise TaskNotFoundError(f"no splits file at {splits}; rebuild with `cudaperf dataset build --out {path}`")
+    return json.loads(splits.read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=4)
+def _tasks(path: str) -> dict[str, Task]:
+    return {r["id"]: parse_task(r, f"{path}:{r['id']}") for r in load_records(path)}
+
+
+def load_dataset(split: str | None = None, path: str | Path = DATA_FILE) -> dict[str, Task]:
+    """Tasks by id: the whole dataset, or one split (``train``, ``validation``, ``test``).
+
+    Parsed once per file and cached; every call returns a fresh dict of the same
+    (frozen) tasks.
+
+    Raises:
+        ValueError: ``split`` is not one of the splits.
+        TaskNotFoundError: the data or splits file is missing.
+    """
+    if split is not None and split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; expected one of {', '.join(SPLITS)} (or None for all tasks)")
+    tasks = _tasks(str(Path(path).resolve()))
+    if split is None:
+        return dict(tasks)
+    return {i: tasks[i] for i in load_splits(path)[split]}
