@@ -7,6 +7,7 @@ judges; the submission only ever runs in an untrusted worker process.
 from __future__ import annotations
 
 import math
+import os
 import shutil
 import threading
 import time
@@ -135,6 +136,19 @@ class Evaluator:
         started = time.perf_counter()
         result = self._evaluate(task, action, seed)
         return replace(result, seconds={**result.seconds, "total": time.perf_counter() - started})
+
+    def evaluate_many(
+        self, task: Task, actions: Sequence[str], seed: int = 0, max_workers: int | None = None
+    ) -> list[Evaluation]:
+        """Judge several actions for one task concurrently (a GRPO group), in order.
+
+        Compilation and correctness runs overlap across ``max_workers`` threads (default:
+        the number of cores); backends that time serialize their timing phase, so
+        concurrent submissions never disturb each other's measurements.
+        """
+        workers = max(1, min(len(actions), max_workers or os.cpu_count() or 1))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            return list(pool.map(lambda action: self.evaluate(task, action, seed), actions))
 
     def _evaluate(self, task: Task, action: str, seed: int) -> Evaluation:
         name = self.backend.name

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -32,9 +33,14 @@ class ReferenceOutputs:
         self.timeout_s = timeout_s
         self._cache: OrderedDict[tuple, dict[str, np.ndarray]] = OrderedDict()
         self._bytes = 0
+        self._lock = threading.Lock()  # concurrent evaluations of a group share one computation
 
     def expected(self, task: Task, jobs: Sequence[Job], seed: int, workdir: Path) -> list[dict[str, np.ndarray]]:
         """Every buffer's expected contents after the entry runs, per job."""
+        with self._lock:
+            return self._expected(task, jobs, seed, workdir)
+
+    def _expected(self, task: Task, jobs: Sequence[Job], seed: int, workdir: Path) -> list[dict[str, np.ndarray]]:
         keys = [(task.id, task.reference_source, tuple(sorted(j.config.items())), seed) for j in jobs]
         missing = [i for i, k in enumerate(keys) if k not in self._cache]
         if missing:

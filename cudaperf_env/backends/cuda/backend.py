@@ -85,6 +85,7 @@ class CudaBackend:
     measures_time: bool = True
     facts: dict[str, object] = field(default_factory=dict, repr=False, compare=False)  # card, filled once
     perf_inputs: PerfInputs = field(default_factory=lambda: PerfInputs(), repr=False, compare=False)
+    timing_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @property
     def arch(self) -> str:
@@ -112,7 +113,15 @@ class CudaBackend:
         return results
 
     def time(self, task: Task, candidate: Build, seed: int, workdir: Path, worker: WorkerProcess) -> Timing | Crash:
-        """Time the (already loaded, correct) candidate against the task's baseline."""
+        """Time the (already loaded, correct) candidate against the task's baseline.
+
+        One timing at a time per backend: concurrent evaluations compile and check in
+        parallel but never share the GPU while being timed.
+        """
+        with self.timing_lock:
+            return self._time(task, seed, workdir, worker)
+
+    def _time(self, task: Task, seed: int, workdir: Path, worker: WorkerProcess) -> Timing | Crash:
         baseline = self.build(task, task.implementation(task.baseline).source)
         if not baseline.ok or baseline.library is None:
             raise BackendUnavailableError(f"{task.id}: the baseline implementation does not build:\n{baseline.log}")

@@ -8,7 +8,8 @@ import numpy as np
 
 from cudaperf_env.dataset.families.common import CTYPE, buffer, fill, impl, pick, scalar, task
 
-INT_BINS = ("x % nb", "(x / 7) % nb", "(x ^ (x >> 5)) % nb", "(int)(((long)x * nb) / 100000)", "(x * x) % nb")
+INT_BINS = ("x % nb", "(x / 7) % nb", "(x ^ (x >> 5)) % nb", "(int)(((long)x * nb) / 100000)",
+            "(int)(((unsigned)x * (unsigned)x) % (unsigned)nb)")  # unsigned: x * x must not overflow
 FLOAT_BINS = (
     "min(max((int)((x + 4.0f) * 0.125f * nb), 0), nb - 1)", "(int)(fabsf(x) * 10.0f) % nb",
     "min((int)(x * x * nb * 0.25f), nb - 1)", "(int)(floorf(x * 3.0f) + 1000.0f) % nb",
