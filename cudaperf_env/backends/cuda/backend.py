@@ -85,7 +85,7 @@ class CudaBackend:
     measures_time: bool = True
     facts: dict[str, object] = field(default_factory=dict, repr=False, compare=False)  # card, filled once
     perf_inputs: PerfInputs = field(default_factory=lambda: PerfInputs(), repr=False, compare=False)
-    timing_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    gpu_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @property
     def arch(self) -> str:
@@ -107,7 +107,8 @@ class CudaBackend:
         assert build.library is not None, "run() needs a successful build"
         if worker is None:
             worker = self.start_worker(workdir)
-        results = run_jobs(build.library, task, jobs, workdir, self.timeout_s, worker=worker)
+        with self.gpu_lock:
+            results = run_jobs(build.library, task, jobs, workdir, self.timeout_s, worker=worker)
         if any(r.crash_kind for r in results) and not self.probe(workdir):
             raise BackendUnavailableError("the GPU did not pass its health probe after a crashed submission")
         return results
@@ -115,10 +116,10 @@ class CudaBackend:
     def time(self, task: Task, candidate: Build, seed: int, workdir: Path, worker: WorkerProcess) -> Timing | Crash:
         """Time the (already loaded, correct) candidate against the task's baseline.
 
-        One timing at a time per backend: concurrent evaluations compile and check in
-        parallel but never share the GPU while being timed.
+        One GPU phase (correctness run or timing) at a time per backend: concurrent
+        evaluations compile in parallel but never share the GPU while one is timed.
         """
-        with self.timing_lock:
+        with self.gpu_lock:
             return self._time(task, seed, workdir, worker)
 
     def _time(self, task: Task, seed: int, workdir: Path, worker: WorkerProcess) -> Timing | Crash:
