@@ -1,0 +1,271 @@
+"""Data permutations: reverse, roll, interleave / deinterleave, tile transposes and channel shuffles."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from cudaperf_env.dataset.families.common import buffer, fill, impl, params, pick, scalar, task
+
+_INIT = {"uint8": {"dist": "randint", "low": 0, "high": 256}, "int32": {"dist": "randint", "low": -1000, "high": 1000}}
+
+
+@dataclass(frozen=True)
+class Perm:
+    """One permutation: its arguments, and the copy as a gather over outputs and a scatter over inputs.
+
+    Attributes:
+        args: Scalar and buffer arguments in call order.
+        n_out: C expression of the number of gather steps (each writes its outputs for index o).
+        gather: C statements for one gather step o.
+        n_in: C expression of the number of scatter steps.
+        scatter: C statements for one scatter step i.
+        what: Description of the mapping.
+        configs: Shown, hidden and perf configurations.
+    """
+
+    args: list[dict[str, Any]]
+    n_out: str
+    gather: str
+    n_in: str
+    scatter: str
+    what: str
+    configs: tuple[list[dict[str, int]], list[dict[str, int]], list[dict[str, int]]]
+
+
+_FLAT = ([{"N": 1000}, {"N": 4099}, {"N": 1000003}], [{"N": 77777}], [{"N": 1 << 26}, {"N": 50000017}])
+_ROWS = ([{"R": 3, "C": 5}, {"R": 129, "C": 257}, {"R": 1001, "C": 999}], [{"R": 77, "C": 301}],
+         [{"R": 16384, "C": 4096}, {"R": 4097, "C": 16385}])  # fmt: skip
+
+
+def _kind(name: str, dtype: str, rng: np.random.Generator) -> Perm:
+    x, t = buffer("x", "in", dtype, ["N"], _INIT.get(dtype)), dtype
+    if name == "reverse":
+        return Perm(
+            [scalar("n", "int32", "N"), x, buffer("out", "out", t, ["N"])],
+            "n",
+            "out[o] = x[n - 1 - o];",
+            "n",
+            "out[n - 1 - i] = x[i];",
+            "out[o] = x[n - 1 - o] for o < n",
+            _FLAT,
+        )
+    if name == "roll":
+        shift = int(pick(rng, (1, 3, 17, 1000, 65537)))
+        return Perm(
+            [scalar("n", "int32", "N"), scalar("shift", "int32", shift), x, buffer("out", "out", t, ["N"])],
+            "n",
+            "out[o] = x[(int)(((long)o + n - shift % n) % n)];",
+            "n",
+            "out[(int)(((long)i + shift) % n)] = x[i];",
+            "out[(o + shift) mod n] = x[o] (roll right by shift >= 0, which may exceed n)",
+            _FLAT,
+        )
+    xr = buffer("x", "in", t, ["R", "C"], _INIT.get(dtype))
+    rc = [scalar("rows", "int32", "R"), scalar("cols", "int32", "C")]
+    if name == "reverse_rows":
+        return Perm(
+            [*rc, xr, buffer("out", "out", t, ["R", "C"])],
+            "rows * cols",
+            "out[o] = x[o - o % cols + (cols - 1 - o % cols)];",
+            "rows * cols",
+            "out[i - i % cols + (cols - 1 - i % cols)] = x[i];",
+            "out[r][c] = x[r][cols - 1 - c] (rows x cols row-major)",
+            _ROWS,
+        )
+    if name == "roll_rows":
+        shift = int(pick(rng, (1, 5, 100)))
+        return Perm(
+            [*rc, scalar("shift", "int32", shift), xr, buffer("out", "out", t, ["R", "C"])],
+            "rows * cols",
+            "out[o] = x[o - o % cols + (o % cols + cols - shift % cols) % cols];",
+            "rows * cols",
+            "out[i - i % cols + (i % cols + shift) % cols] = x[i];",
+            "out[r][(c + shift) mod cols] = x[r][c] (each row rolled right; rows x cols row-major)",
+            _ROWS,
+        )
+    if name in ("interleave2", "interleave3"):
+        k = 2 if name == "interleave2" else 3
+        ins = [buffer(v, "in", t, ["N"], _INIT.get(dtype)) for v in "abc"[:k]]
+        g = " ".join(f"out[{k} * o + {j}] = {v}[o];" for j, v in enumerate("abc"[:k]))
+        s = "int o = i % n, j = i / n; " + " else ".join(
+            f"if (j == {j}) out[{k} * o + {j}] = {v}[o];" for j, v in enumerate("abc"[:k])
+        )
+        return Perm(
+            [scalar("n", "int32", "N"), *ins, buffer("out", "out", t, ["N", k])],
+            "n",
+            g,
+            f"{k} * n",
+            s,
+            f"out[{k} * o + j] = the j-th input ({', '.join('abc'[:k])}) at o, for o < n (interleave)",
+            _FLAT,
+        )
+    if name in ("deinterleave2", "deinterleave3"):
+        k = 2 if name == "deinterleave2" else 3
+        outs = [buffer(v, "out", t, ["N"]) for v in "abc"[:k]]
+        g = " ".join(f"{v}[o] = x[{k} * o + {j}];" for j, v in enumerate("abc"[:k]))
+        s = f"int o = i / {k}, j = i % {k}; " + " else ".join(
+            f"if (j == {j}) {v}[o] = x[i];" for j, v in enumerate("abc"[:k])
+        )
+        return Perm([scalar("n", "int32", "N"), buffer("x", "in", t, ["N", k], _INIT.get(dtype)), *outs], "n", g,
+                    f"{k} * n", s, f"output j ({', '.join('abc'[:k])}) [o] = x[{k} * o + j] for o < n (deinterleave)",
+                    _FLAT)  # fmt: skip
+    if name == "tile_transpose":
+        tile = int(pick(rng, (4, 8, 16, 32)))
+        g = (
+            f"int w = gr * {tile}, r = o / w, c = o % w; "
+            f"out[o] = x[(long)((c / {tile}) * {tile} + r % {tile}) * (gc * {tile})"
+            f" + (r / {tile}) * {tile} + c % {tile}];"
+        )
+        s = (
+            f"int w = gc * {tile}, r = i / w, c = i % w; "
+            f"out[(long)((c / {tile}) * {tile} + r % {tile}) * (gr * {tile})"
+            f" + (r / {tile}) * {tile} + c % {tile}] = x[i];"
+        )
+        scale = 32 // tile if tile < 16 else 1  # keep the small-tile grids as large as the others, odd
+
+        def grid(gr: int, gc: int) -> dict[str, int]:
+            return {"GR": gr * scale + (scale > 1), "GC": gc * scale + (scale > 1)}
+
+        cfg = ([grid(1, 3), grid(13, 7), grid(31, 17)], [grid(9, 11)], [grid(256, 512), grid(1023, 129)])
+        return Perm(
+            [
+                scalar("gr", "int32", "GR"),
+                scalar("gc", "int32", "GC"),
+                buffer("x", "in", t, [f"GR * {tile}", f"GC * {tile}"], _INIT.get(dtype)),
+                buffer("out", "out", t, [f"GC * {tile}", f"GR * {tile}"]),
+            ],
+            f"gr * gc * {tile * tile}",
+            g,
+            f"gr * gc * {tile * tile}",
+            s,
+            f"x is a (gr*{tile}) x (gc*{tile}) row-major grid of {tile} x {tile} tiles; out is the "
+            f"(gc*{tile}) x (gr*{tile}) grid with out tile (I, J) = x tile (J, I), each tile copied as is "
+            f"(not transposed inside)",
+            cfg,
+        )
+    # channel shuffle: x [B, G, J, S] -> out [B, J, G, S]
+    g = (
+        "int s = o % hw, c = o / hw % (groups * per), b = o / (hw * groups * per); "
+        "out[o] = x[(((long)b * groups + c % groups) * per + c / groups) * hw + s];"
+    )
+    s = (
+        "int s = i % hw, c = i / hw % (groups * per), b = i / (hw * groups * per); "
+        "out[(((long)b * per + c % per) * groups + c / per) * hw + s] = x[i];"
+    )
+    dims = [
+        scalar("batch", "int32", "B"),
+        scalar("groups", "int32", "G"),
+        scalar("per", "int32", "P"),
+        scalar("hw", "int32", "S"),
+    ]
+    cfg = (
+        [{"B": 2, "G": 3, "P": 5, "S": 7}, {"B": 4, "G": 4, "P": 16, "S": 225}, {"B": 8, "G": 8, "P": 8, "S": 3136}],
+        [{"B": 3, "G": 2, "P": 24, "S": 49}],
+        [{"B": 64, "G": 8, "P": 32, "S": 3136}, {"B": 128, "G": 3, "P": 81, "S": 197}],
+    )
+    return Perm(
+        [
+            *dims,
+            buffer("x", "in", t, ["B", "G", "P", "S"], _INIT.get(dtype)),
+            buffer("out", "out", t, ["B", "P", "G", "S"]),
+        ],
+        "batch * groups * per * hw",
+        g,
+        "batch * groups * per * hw",
+        s,
+        "channel shuffle: x is batch x groups x per x hw, "
+        "out is batch x per x groups x hw with out[b][p][g][s] = x[b][g][p][s]",
+        cfg,
+    )
+
+
+KINDS = (
+    "reverse",
+    "roll",
+    "reverse_rows",
+    "roll_rows",
+    "interleave2",
+    "interleave3",
+    "deinterleave2",
+    "deinterleave3",
+    "tile_transpose",
+    "channel_shuffle",
+)
+
+
+def permute(rng: np.random.Generator, variant: int) -> dict[str, Any]:
+    """A pure data movement: every output element is one input element (gather) or vice versa (scatter)."""
+    name, dtype = pick(rng, KINDS), pick(rng, ("float32", "float64", "int32", "uint8"))
+    p = _kind(name, dtype, rng)
+    sig = params(p.args)
+    call = ", ".join(a["name"] for a in p.args)
+    kw = {"sig": sig, "call": call, "n_out": p.n_out, "gather": p.gather, "n_in": p.n_in, "scatter": p.scatter}
+    impls = [
+        impl("naive", ["thread-per-output", "gather"], fill(_GATHER, **kw)),
+        impl("scatter", ["thread-per-input", "scatter"], fill(_SCATTER, **kw)),
+        impl(
+            "grid_stride_x4",
+            ["grid-stride", "multi-element-per-thread", "loop-unrolling", "coalesced"],
+            fill(_GRID4, **kw),
+        ),
+    ]
+    shown, hidden, perf = p.configs
+    return task(
+        name=f"permute_{name}",
+        family="permute",
+        entry="permute",
+        args=p.args,
+        description=f"Permutation of {dtype} data ({name.replace('_', ' ')}): {p.what}.",
+        configs=shown,
+        hidden=hidden,
+        perf=perf,
+        reference=fill(_REF, **kw),
+        implementations=impls,
+    )
+
+
+_REF = """
+void permute($sig) {
+  for (int o = 0; o < $n_out; ++o) { $gather }
+}
+"""
+_GATHER = """
+// One thread per output: reads follow the permutation, writes are contiguous.
+__global__ void permute_kernel($sig) {
+  int o = blockIdx.x * blockDim.x + threadIdx.x;
+  if (o < $n_out) { $gather }
+}
+extern "C" void permute($sig) {
+  permute_kernel<<<($n_out + 255) / 256, 256>>>($call);
+}
+"""
+_SCATTER = """
+// One thread per input: reads are contiguous, writes follow the permutation.
+__global__ void permute_kernel($sig) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < $n_in) { $scatter }
+}
+extern "C" void permute($sig) {
+  permute_kernel<<<($n_in + 255) / 256, 256>>>($call);
+}
+"""
+_GRID4 = """
+// A fixed grid; each thread does 4 outputs per pass, blockDim apart so every warp access stays contiguous.
+__global__ void permute_kernel($sig) {
+  int total = $n_out;
+  for (int base = blockIdx.x * blockDim.x * 4 + threadIdx.x; base < total; base += gridDim.x * blockDim.x * 4) {
+    #pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      int o = base + u * blockDim.x;
+      if (o < total) { $gather }
+    }
+  }
+}
+extern "C" void permute($sig) {
+  int blocks = min(($n_out + 1023) / 1024, 2048);
+  permute_kernel<<<blocks > 0 ? blocks : 1, 256>>>($call);
+}
+"""
