@@ -16,3 +16,8 @@ def load(name: str):
 def test_gym_loop_runs_episodes_and_earns_reward():
     returns = load("gym_loop").main(episodes=1)
     assert len(returns) == 1 and returns[0] > 1.0  # the baseline implementation is correct
+
+
+def test_grpo_group_reward_ranks_correct_above_broken_above_no_code():
+    correct, no_code, broken = load("grpo_group_reward").main()
+    assert correct > 1.0 > broken > no_code
