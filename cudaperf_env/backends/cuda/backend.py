@@ -118,14 +118,16 @@ class CudaBackend:
 
         One GPU phase (correctness run or timing) at a time per backend: concurrent
         evaluations compile in parallel but never share the GPU while one is timed.
+        The timing inputs are fixed per task and configuration (``PerfInputs``), so
+        ``seed`` does not enter here.
         """
-        with self.gpu_lock:
-            return self._time(task, seed, workdir, worker)
-
-    def _time(self, task: Task, seed: int, workdir: Path, worker: WorkerProcess) -> Timing | Crash:
-        baseline = self.build(task, task.implementation(task.baseline).source)
+        baseline = self.build(task, task.implementation(task.baseline).source)  # cached after the first
         if not baseline.ok or baseline.library is None:
             raise BackendUnavailableError(f"{task.id}: the baseline implementation does not build:\n{baseline.log}")
+        with self.gpu_lock:
+            return self._time(task, baseline, workdir, worker)
+
+    def _time(self, task: Task, baseline: Build, workdir: Path, worker: WorkerProcess) -> Timing | Crash:
         reply = worker.request({"op": "load", "lib": str(baseline.library), "name": "baseline"}, self.timeout_s)
         if isinstance(reply, Crash):
             return reply
