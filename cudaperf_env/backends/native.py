@@ -69,5 +69,6 @@ def build_library(
 
 def build_c_reference(source: str, timeout_s: float = 60.0) -> BuildResult:
     """Build a task's C reference (trusted) with gcc."""
-    flags = ["-std=c11", "-O2", "-fPIC", "-shared", "-Wl,-z,defs"]
+    # -Bsymbolic: the entry binds to its own definition even when libc exports the same name
+    flags = ["-std=c11", "-O2", "-fPIC", "-shared", "-Wl,-z,defs", "-Wl,-Bsymbolic"]
     return build_library(toolchain.host_compiler("gcc"), flags, source, ".c", libs=("-lm",), timeout_s=timeout_s)

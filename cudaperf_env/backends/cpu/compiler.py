@@ -66,6 +66,7 @@ def build_cpu(translation_unit: str, timeout_s: float = 60.0, cancel: threading.
         str(precompiled_header()),
         "-shared",
         "-Wl,-z,defs",
+        "-Wl,-Bsymbolic",  # the entry binds to its own definition, even when libc exports the name
         "-x",
         "c++",
     ]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from cudaperf_env.backends import toolchain
 from cudaperf_env.backends.buffers import PAGE, layout
@@ -106,3 +107,20 @@ def test_submission_runs_unprivileged_and_cannot_write_system_files():
     _, results = run_c(body, configs=[{"N": 1000}], uid=65534)
     assert results[0].status == "ok"
     assert results[0].buffers["y"][:2].tolist() == [0.0, 65534.0] and not probe.exists()
+
+
+def test_an_entry_named_like_a_libc_function_calls_its_own_definition():
+    from cudaperf_env.backends.native import build_c_reference
+    from cudaperf_env.tasks import parse_task
+
+    data = yaml.safe_load((Path(__file__).parents[2] / "fixtures" / "tasks" / "saxpy.yaml").read_text())
+    data.pop("signature")
+    data["entry"] = "step"  # glibc exports step(); the reference must not call that one
+    data["reference"]["source"] = data["reference"]["source"].replace("void saxpy(", "void step(")
+    task = parse_task(data)
+    build = build_c_reference(wrap(task, task.reference_source, "c", "reference.c"))
+    assert build.ok, build.log
+    job = Job({"N": 1000}, make_inputs(task, {"N": 1000}, seed=1))
+    [result] = run_jobs(build.library, task, [job], scratch_dir(), timeout_s=5)
+    assert result.status == "ok", result.message
+    np.testing.assert_allclose(result.buffers["y"], 2.5 * job.inputs["x"] + job.inputs["y"], rtol=1e-6)
