@@ -1,0 +1,29 @@
+"""Every registered family: deterministic, seed-dependent, valid tasks that differ after normalization."""
+
+import pytest
+
+from cudaperf_env.dataset.build import generate
+from cudaperf_env.dataset.normalize import dedupe_key
+from cudaperf_env.dataset.registry import family_names
+from cudaperf_env.tasks import parse_task
+
+
+@pytest.mark.parametrize("family", family_names())
+def test_generation_is_deterministic_seeded_and_valid(family):
+    first = [generate(family, 3, v) for v in range(4)]
+    assert first == [generate(family, 3, v) for v in range(4)]
+    assert first != [generate(family, 4, v) for v in range(4)]  # the seed matters
+    for data in first:
+        task = parse_task(data, data["id"])
+        assert task.family == family
+        impls = data["implementations"]
+        assert len(impls) >= 3 and len({tuple(i["strategies"]) for i in impls}) == len(impls), task.id
+        assert all(i["labels"] == [] for i in impls)
+        assert len(task.configs) >= 3 and task.hidden_configs and task.perf_configs, task.id
+        assert any(v % 2 for c in task.configs for v in c.values()), f"{task.id}: no odd size"
+
+
+@pytest.mark.parametrize("family", family_names())
+def test_variants_differ_after_normalization(family):
+    keys = {dedupe_key(d["reference"]["source"], d["entry"]) for d in (generate(family, 0, v) for v in range(12))}
+    assert len(keys) >= 3, f"{family}: only {len(keys)} distinct references in 12 variants"
