@@ -15,6 +15,9 @@ Measures, in one run:
   (goal < 2%).
 * ``bandwidth_fraction``: achieved bandwidth of the best memory-bound implementation over
   the measured device-to-device copy bandwidth.
+* ``throughput``: evaluations per minute of a group of new submissions judged by
+  ``evaluate_many`` with N threads (compiles in parallel, timing serialized on the GPU).
+* ``speedup_vs_c``: the naive kernel against the task's serial C reference on the CPU.
 """
 
 from __future__ import annotations
@@ -106,15 +109,18 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--skip-ncu", action="store_true")
     parser.add_argument("--skip-load-inline", action="store_true")
+    parser.add_argument("--skip-throughput", action="store_true")
+    parser.add_argument("--group", type=int, default=16, help="submissions per throughput measurement")
     args = parser.parse_args()
 
     tasks = load_tasks()
     task = tasks[TASK]
-    ev = Evaluator(CudaBackend())
+    ev = Evaluator(CudaBackend(time_c_reference=True))
     naive = task.implementation("naive").source
     best = task.implementation("vec4_grid_stride").source
     timed_eval(ev, task, naive)  # harness build, copy bandwidth, perf inputs
-    cold = [timed_eval(ev, task, f"// variant {time.time_ns()}\n{naive}")[0] for _ in range(args.repeats)]
+    cold_runs = [timed_eval(ev, task, f"// variant {time.time_ns()}\n{naive}") for _ in range(args.repeats)]
+    cold = [seconds for seconds, _ in cold_runs]
     warm = [timed_eval(ev, task, naive)[0] for _ in range(args.repeats)]
     runs = [timed_eval(ev, task, best)[1] for _ in range(args.repeats)]
     medians = [e.runtime_ms for e in runs]
@@ -126,16 +132,32 @@ def main() -> None:
         "driver": subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
                                  capture_output=True, text=True, check=False).stdout.strip(),  # fmt: skip
         "cuda_driver_api": device.get("driver"),
+        "clocks": {k: device[k] for k in ("sm_clock_mhz", "max_sm_clock_mhz", "mem_clock_mhz", "temperature_c",
+                                          "throttled_by") if k in device},  # fmt: skip
         "date": datetime.date.today().isoformat(),
         "task": TASK,
         "cold_step_s": statistics.median(cold),
+        "cold_step_phases_s": {phase: statistics.median(e.seconds.get(phase, 0.0) for _, e in cold_runs)
+                               for phase in cold_runs[0][1].seconds},  # fmt: skip
         "warm_step_s": statistics.median(warm),
         "spread": (max(medians) - min(medians)) / statistics.median(medians),
+        "spread_medians_ms": medians,
         "copy_gbps": device.get("copy_gbps"),
         "bandwidth_fraction": moved / (statistics.median(medians) * 1e-3) / 1e9 / float(device["copy_gbps"]),
         "speedup_vec4_vs_naive": statistics.median(e.speedup for e in runs),
+        "speedup_vs_c": statistics.median(e.speedup_vs_c for _, e in cold_runs),
     }
     save(args.out, result)
+    if not args.skip_throughput:
+        result["throughput"] = {}
+        for workers in (1, 4, 16):
+            group = [f"// group variant {workers}-{k} {time.time_ns()}\n{naive}" for k in range(args.group)]
+            start = time.perf_counter()
+            judged = ev.evaluate_many(task, group, seed=1, max_workers=workers)
+            per_minute = len(group) / (time.perf_counter() - start) * 60
+            assert all(e.status == "ok" for e in judged), [e.message for e in judged if e.status != "ok"]
+            result["throughput"][f"{workers}_workers_evals_per_min"] = per_minute
+        save(args.out, result)
     if not args.skip_load_inline:
         result["load_inline_s"] = load_inline_seconds(naive)
         result["cold_speedup_vs_load_inline"] = result["load_inline_s"] / result["cold_step_s"]
@@ -156,8 +178,13 @@ def main() -> None:
     table.add_column("measure")
     table.add_column("value", justify="right")
     for key, value in result.items():
-        if key != "fidelity":
+        if key not in ("fidelity", "cold_step_phases_s", "clocks", "throughput", "spread_medians_ms"):
             table.add_row(key, f"{value:.4g}" if isinstance(value, float) else str(value))
+    for phase, seconds in result["cold_step_phases_s"].items():
+        table.add_row(f"  cold step: {phase}", f"{seconds:.3f} s")
+    for name, value in result.get("throughput", {}).items():
+        table.add_row(f"throughput {name}", f"{value:.1f}")
+    table.add_row("clocks after timing", json.dumps(result["clocks"]))
     for row in result.get("fidelity", []):
         summary = f"event {row['event_ms']:.4g} ms, ncu {row['ncu_ms']:.4g} ms ({row['rel_diff']:+.1%})"
         table.add_row(f"fidelity {row['task']}:{row['impl']}", summary)

@@ -114,6 +114,7 @@ def _eval(args: argparse.Namespace) -> None:
         "device": dict(evaluation.device),
         "runtime_ms": _json_number(evaluation.runtime_ms),
         "baseline_ms": _json_number(evaluation.baseline_ms),
+        "speedup_vs_c": _json_number(evaluation.speedup_vs_c),
         "backend": evaluation.backend,
         "reward": reward.total,
         "reward_terms": reward.terms,

@@ -180,6 +180,7 @@ class CudaPerfEnv(gym.Env[str, str]):
             "timing_flagged": bool(e.timing_flags),
             "runtime_ms": e.runtime_ms,
             "baseline_ms": e.baseline_ms,
+            "speedup_vs_c": e.speedup_vs_c,
             "backend": e.backend,
             "eval_seconds": e.seconds.get("total", math.nan),
             "structural_score": e.structure.score if e.structure is not None else math.nan,

@@ -80,6 +80,7 @@ class Evaluation:
     baseline_ms: float = math.nan
     timing_flags: tuple[str, ...] = ()
     per_config_ms: tuple[float, ...] = ()
+    speedup_vs_c: float = math.nan
     device: Mapping[str, object] = field(default_factory=dict)
     structure: StructuralReport | None = None
     seconds: Mapping[str, float] = field(default_factory=dict)
@@ -200,10 +201,21 @@ class Evaluator:
                 seconds["run"] = time.perf_counter() - t_run
                 outcomes = judge(task, jobs, runs, want)
                 all_ok = len(outcomes) == len(jobs) and all(o.status == "ok" for o in outcomes)
+                sanitize = getattr(self.backend, "sanitize", None)
+                if all_ok and sanitize is not None and getattr(self.backend, "sanitizers", None):
+                    t_sanitize = time.perf_counter()
+                    problem = sanitize(build, task, min(jobs, key=_elements), workdir)
+                    seconds["sanitizer"] = time.perf_counter() - t_sanitize
+                    if problem:
+                        return replace(result, status="runtime_error", message=problem, compiled=True,
+                                       configs=tuple(outcomes))  # fmt: skip
                 if self.backend.measures_time and all_ok:
                     t_time = time.perf_counter()
-                    result = _with_timing(result, self.backend.time(task, build, seed, workdir, worker))
+                    timing = self.backend.time(task, build, seed, workdir, worker)
                     seconds["timing"] = time.perf_counter() - t_time
+                    if isinstance(timing, Timing):
+                        seconds.update({f"timing.{phase}": s for phase, s in timing.phases.items()})
+                    result = _with_timing(result, timing)
                     if result.status:
                         return result
             finally:
@@ -221,6 +233,16 @@ class Evaluator:
         )
 
 
+def speedup_over(reference_ms: Sequence[float], candidate_ms: Sequence[float]) -> float:
+    """Geometric mean of reference / candidate time over configurations where both are known (pure)."""
+    ratios = [r / c for r, c in zip(reference_ms, candidate_ms, strict=False) if math.isfinite(r) and c > 0]
+    return float(np.exp(np.mean(np.log(ratios)))) if ratios else math.nan
+
+
+def _elements(job: Job) -> int:
+    return sum(int(np.asarray(v).size) for v in job.inputs.values())
+
+
 def _with_timing(result: Evaluation, timing: Timing | Crash) -> Evaluation:
     """Fold a timing outcome into the evaluation; a non-empty status means the step failed there."""
     if isinstance(timing, Crash):
@@ -235,6 +257,7 @@ def _with_timing(result: Evaluation, timing: Timing | Crash) -> Evaluation:
         baseline_ms=e.baseline_ms,
         timing_flags=timing.flags,
         per_config_ms=tuple(c.candidate_ms for c in timing.per_config),
+        speedup_vs_c=speedup_over(timing.c_reference_ms, [c.candidate_ms for c in timing.per_config]),
         device=timing.device,
     )
     if timing.mismatch:

@@ -43,6 +43,8 @@ def _success(e: Evaluation) -> str:
             f"Runtime {e.runtime_ms:.4g} ms vs. baseline {e.baseline_ms:.4g} ms: speedup {e.speedup:.2f}x "
             f"(95% lower bound {e.speedup_lcb:.2f}x) on {e.device.get('name', 'the GPU')}."
         )
+        if math.isfinite(e.speedup_vs_c):
+            parts.append(f"That is {e.speedup_vs_c:.1f}x faster than the serial C reference on the CPU.")
         if e.timing_flags:
             parts.append(f"Speedup not credited: {'; '.join(e.timing_flags)}.")
     else:

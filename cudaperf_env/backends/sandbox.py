@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,13 @@ class WorkerProcess:
     Use as a context manager; the process group is killed on exit whatever happened.
     """
 
-    def __init__(self, workdir: Path, env: dict[str, str] | None = None, script: Path = WORKER_SCRIPT) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        env: dict[str, str] | None = None,
+        script: Path = WORKER_SCRIPT,
+        wrapper: Sequence[str] = (),
+    ) -> None:
         self.workdir = workdir
         self._unanswered = 0
         self.early_replies: list[dict[str, Any]] = []  # replies to send(), in order
@@ -54,7 +61,7 @@ class WorkerProcess:
         self._stdout = open(workdir / "worker.stdout", "wb")  # noqa: SIM115 - lives with the process
         self._stderr = open(workdir / "worker.stderr", "wb")  # noqa: SIM115
         self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", str(script), str(write_fd)],
+            [*wrapper, sys.executable, "-I", "-S", str(script), str(write_fd)],  # wrapper: e.g. compute-sanitizer
             stdin=subprocess.PIPE,
             stdout=self._stdout,
             stderr=self._stderr,
@@ -127,6 +134,16 @@ class WorkerProcess:
         """What the submission printed (device or host printf), sanitized and truncated."""
         data = (self.workdir / "worker.stdout").read_bytes()[: 4 * max_chars]
         return truncate(sanitize(data.decode("utf-8", "replace")), max_chars, max_lines=40)
+
+    def finish(self, timeout_s: float) -> None:
+        """Let the worker exit on its own (end of input), so wrappers such as a sanitizer write their
+        report; killed if it has not exited within ``timeout_s``."""
+        with contextlib.suppress(OSError, ValueError):
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout_s)
+        self.kill()
 
     def kill(self) -> None:
         """Kill the whole process group and reap it."""

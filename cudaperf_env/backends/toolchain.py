@@ -19,6 +19,10 @@ from cudaperf_env.errors import ToolchainError
 from cudaperf_env.text import sanitize, truncate
 
 COMPILER_ENV = {"LC_ALL": "C", "LANG": "C"}  # ASCII diagnostics, no curly quotes
+# Compilers running at once in this process, whatever the number of environments or
+# evaluation threads: more than the cores only slows every build down.
+COMPILE_JOBS = int(os.environ.get("CUDAPERF_COMPILE_JOBS", "0")) or os.cpu_count() or 1
+_compile_slots = threading.BoundedSemaphore(COMPILE_JOBS)
 
 
 @dataclass(frozen=True)
@@ -91,8 +95,23 @@ def run_tool(
 ) -> ToolResult:
     """Run a compiler in its own process group with limits; never raises on its failure.
 
-    Setting ``cancel`` kills the compiler early (its result is then a time-out).
+    Setting ``cancel`` kills the compiler early (its result is then a time-out). At most
+    ``COMPILE_JOBS`` compilers run at once; waiting for a slot does not count against
+    ``timeout_s``.
     """
+    while not _compile_slots.acquire(timeout=0.05):
+        if cancel is not None and cancel.is_set():
+            return ToolResult(-9, "cancelled while waiting for a compiler slot", 0.0, True)
+    try:
+        return _run_limited(cmd, cwd, timeout_s, memory_bytes, max_output_chars, cancel)
+    finally:
+        _compile_slots.release()
+
+
+def _run_limited(
+    cmd: list[str], cwd: str | Path, timeout_s: float, memory_bytes: int, max_output_chars: int,
+    cancel: threading.Event | None,
+) -> ToolResult:  # fmt: skip
     start = time.perf_counter()
 
     def limits() -> None:

@@ -1,6 +1,9 @@
 """The evaluation pipeline's batch entry point."""
 
+import math
 from pathlib import Path
+
+import pytest
 
 from cudaperf_env.backends.cpu.backend import CpuBackend
 from cudaperf_env.evaluate import Evaluator
@@ -17,3 +20,11 @@ def test_evaluate_many_judges_a_group_in_order_like_one_by_one():
     together = [e.status for e in evaluator.evaluate_many(TASK, actions, seed=3, max_workers=2)]
     alone = [evaluator.evaluate(TASK, a, seed=3).status for a in actions]
     assert together == alone == ["ok", "format_error", "wrong_answer", "ok"]
+
+
+def test_speedup_over_the_c_reference_uses_configurations_where_both_times_are_known():
+    from cudaperf_env.evaluate import speedup_over
+
+    assert speedup_over([8.0, 2.0], [2.0, 2.0]) == pytest.approx(2.0)
+    assert speedup_over([8.0, math.nan], [2.0, 1.0]) == pytest.approx(4.0)
+    assert math.isnan(speedup_over([math.nan], [1.0])) and math.isnan(speedup_over([], []))

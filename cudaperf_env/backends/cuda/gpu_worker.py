@@ -7,12 +7,20 @@ canary tail, the entry is called through the harness shim, and every buffer is
 copied back so the parent can compare outputs and check inputs.
 
 Requests (JSON lines on stdin; replies on REPLY_FD):
-    {"op": "init", "harness": PATH, "device": 0}
-    {"op": "load", "lib": PATH, "name": "candidate" | "baseline"}
+    {"op": "init", "harness": PATH, "device": 0, "canary_bytes": 4096}
+    {"op": "load", "lib": PATH, "name": NAME, "symbol": "cudaperf_call"}
     {"op": "call", "lib": NAME, "file": PATH, "size": N, "args": [...], "guards": [...]}
-    {"op": "time", "libs": [NAME...], "sets": [{"file", "size", "args", "restore"}...],
+    {"op": "time", "libs": [NAME...], "sets": [{"file", "size", "args"}...], "reference": NAME,
+     "outputs": [{"arg", "elem_bytes", "is_float", "atol", "rtol"}...], "pin": BOOL,
      "min_trials": N, "max_trials": N, "budget_s": S, "target_rse": X, "flush_bytes": N, "warmup": N}
-    {"op": "stage", "set": {...}}   then   {"op": "wall_check", "lib": NAME, "calls": N}
+    {"op": "stage", "set": K}   then   {"op": "wall_check", "lib": NAME, "calls": N}
+
+Timing keeps everything on the device: the pristine input sets are uploaded once,
+every timed call runs on work buffers restored from them on the device, and after
+timing each implementation's outputs are compared with the reference's by a
+harness kernel, so no large buffer crosses the bus twice. The counts come back to
+the parent, which trusts them exactly as far as it trusts downloaded buffers: both
+come from this process.
 """
 
 import ctypes
@@ -44,8 +52,13 @@ class Worker:
         self.reply = reply
         self.h: Any = None  # the harness library, after init
         self.libs: dict[str, Any] = {}
-        self.staged: Any = None
+        # the last timing request's input sets, work buffers and scratch, kept for stage / wall_check
+        self.kept_sets: list = []
+        self.kept_specs: list = []
+        self.kept_work: Any = None
+        self.scratch: list = []
         self.err = ctypes.create_string_buffer(512)
+        self.canary = CANARY_BYTES  # 0 under compute-sanitizer: exact allocations, so it sees every overrun
 
     def send(self, **message) -> None:
         self.reply.write(json.dumps(message) + "\n")
@@ -55,6 +68,7 @@ class Worker:
             raise Failure(self.err.value.decode("ascii", "replace") or f"CUDA error {code}")
 
     def init(self, request: dict) -> None:
+        self.canary = int(request.get("canary_bytes", CANARY_BYTES))
         self.h = ctypes.CDLL(request["harness"], mode=os.RTLD_NOW | ctypes.RTLD_LOCAL)
         name = ctypes.create_string_buffer(256)
         cc, sms, driver, l2 = ctypes.c_int(), ctypes.c_int(), ctypes.c_int(), ctypes.c_longlong()
@@ -66,46 +80,49 @@ class Worker:
     def load(self, request: dict) -> None:
         try:
             lib = ctypes.CDLL(request["lib"], mode=os.RTLD_NOW | ctypes.RTLD_LOCAL)
-            self.libs[request.get("name", "candidate")] = CALL(("cudaperf_call", lib))
+            symbol = request.get("symbol", "cudaperf_call")
+            self.libs[request.get("name", "candidate")] = CALL((symbol, lib))
         except (OSError, AttributeError) as exc:
             raise Failure(f"cannot load the built library: {exc}") from None
         self.send(ok=True)
 
-    def upload(self, spec: dict):
-        """Map a buffer file and copy each pointer argument to a fresh device allocation."""
+    def upload(self, spec: dict, copy: bool = True, pin: bool = False):
+        """Map a buffer file and copy each pointer argument to a fresh device allocation.
+
+        ``copy=False`` only allocates (buffers that are overwritten before use);
+        ``pin`` page-locks the mapping for the copies (faster for large sets).
+        """
         fd = os.open(spec["file"], os.O_RDWR)
-        mem = mmap.mmap(fd, spec["size"], mmap.MAP_SHARED)
+        mem = mmap.mmap(fd, spec["size"], mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0))
         os.close(fd)
         base = ctypes.addressof(ctypes.c_char.from_buffer(mem))
+        pinned = copy and pin and self.h.cph_host_register(ctypes.c_void_p(base), ctypes.c_size_t(spec["size"]),
+                                                           self.err, 512) == 0  # fmt: skip
         buffers, argv, keep = [], (ctypes.c_void_p * max(1, len(spec["args"])))(), []
         for i, arg in enumerate(spec["args"]):
             if "ptr" in arg:
                 dev = ctypes.c_void_p()
-                self.check(self.h.cph_alloc(ctypes.c_size_t(arg["bytes"]), ctypes.c_size_t(CANARY_BYTES),
+                self.check(self.h.cph_alloc(ctypes.c_size_t(arg["bytes"]), ctypes.c_size_t(self.canary),
                                             ctypes.byref(dev), self.err, 512))  # fmt: skip
                 host = base + arg["ptr"]
-                size = ctypes.c_size_t(arg["bytes"])
-                self.check(self.h.cph_copy(dev, ctypes.c_void_p(host), size, H2D, self.err, 512))
+                if copy:
+                    size = ctypes.c_size_t(arg["bytes"])
+                    self.check(self.h.cph_copy(dev, ctypes.c_void_p(host), size, H2D, self.err, 512))
                 buffers.append((i, dev, host, arg["bytes"]))
                 argv[i] = dev.value
             else:
                 value = _CTYPES[arg["scalar"]](arg["value"])
                 keep.append(value)
                 argv[i] = ctypes.addressof(value)
+        if pinned:
+            self.h.cph_host_unregister(ctypes.c_void_p(base))
         return mem, buffers, argv, keep
 
-    def download(self, buffers, hosts: list | None = None) -> list:
-        """Copy every buffer back to its host address (or to ``hosts``); the indices of broken canaries."""
-        overruns = []
-        for n, (i, dev, host, nbytes) in enumerate(buffers):
-            target = ctypes.c_void_p(hosts[n] if hosts is not None else host)
-            self.check(self.h.cph_copy(target, dev, ctypes.c_size_t(nbytes), D2H, self.err, 512))
-            intact = ctypes.c_int()
-            self.check(self.h.cph_canary_intact(dev, ctypes.c_size_t(nbytes), ctypes.c_size_t(CANARY_BYTES),
-                                                ctypes.byref(intact), self.err, 512))  # fmt: skip
-            if not intact.value:
-                overruns.append(i)
-        return overruns
+    def download(self, buffers) -> list:
+        """Copy every buffer back to its host address; the indices of broken canaries."""
+        for _, dev, host, nbytes in buffers:
+            self.check(self.h.cph_copy(ctypes.c_void_p(host), dev, ctypes.c_size_t(nbytes), D2H, self.err, 512))
+        return self.broken_canaries(buffers)
 
     def free(self, buffers) -> None:
         for _, dev, _, _ in buffers:
@@ -125,59 +142,113 @@ class Worker:
         del mem, keep
 
     def time(self, request: dict) -> None:
-        sets = [self.upload(s) for s in request["sets"]]  # pristine copies, one per input set
-        work = self.upload(request["sets"][0])  # the buffers every timed call runs on
+        self.release()
+        started = time.perf_counter()
+        sets = [self.upload(s, pin=request.get("pin", False)) for s in request["sets"]]  # pristine, one per set
+        work = self.upload(request["sets"][0], copy=False)  # every timed call runs here, restored first
+        self.kept_sets, self.kept_specs, self.kept_work = sets, request["sets"], work
         names = request["libs"]
-        self.h.cph_flush_setup(ctypes.c_size_t(request["flush_bytes"]), self.err, 512)
+        self.check(self.h.cph_flush_setup(ctypes.c_size_t(request["flush_bytes"]), self.err, 512))
+        uploaded = time.perf_counter()
         times: dict[str, list[float]] = {n: [] for n in names}
         walls: dict[str, list[float]] = {n: [] for n in names}
-        started, trial = time.perf_counter(), 0
+        trial = 0
         for _ in range(request["warmup"]):
             for name in names:
                 self.timed(name, work, sets[0], request["sets"][0], flush=0)
         while True:
-            order = names if trial % 2 == 0 else names[::-1]  # ABBA: drift hits both equally
+            order = names if trial % 2 == 0 else names[::-1]  # ABBA: drift hits all equally
             for name in order:
                 k = trial % len(sets)
                 ms, wall = self.timed(name, work, sets[k], request["sets"][k], flush=1 + trial % 200)
                 times[name].append(ms)
                 walls[name].append(wall)
             trial += 1
-            if trial >= request["max_trials"] or time.perf_counter() - started > request["budget_s"]:
+            if trial >= request["max_trials"] or time.perf_counter() - uploaded > request["budget_s"]:
                 break
             if trial >= request["min_trials"] and all(_rse(times[n]) < request["target_rse"] for n in names):
                 break
-        # after timing, each implementation once more on each set; outputs to files the parent checks
-        overruns = []
-        for k, spec in enumerate(request["sets"]):
-            for name, key in ((names[0], "result_file"), (names[-1], "expected_file")):
-                self.timed(name, work, sets[k], spec, flush=1)
-                found = self.download_to_file(work, spec[key], spec["size"], spec["args"])
-                overruns += found if name == names[0] else []
-        for s in (*sets, work):
-            self.free(s[1])
-        self.send(ok=True, times=times, walls=walls, overrun_args=sorted(set(overruns)))
+        timed = time.perf_counter()
+        mismatches, overruns = self.check_outputs(request, work, sets)
+        phases = {"upload_s": uploaded - started, "trials_s": timed - uploaded, "check_s": time.perf_counter() - timed}
+        self.send(ok=True, times=times, walls=walls, mismatches=mismatches, overruns=overruns, phases=phases)
 
-    def timed(self, name, work, pristine, spec, flush):
-        pointer_args = [a for a in spec["args"] if "ptr" in a]
+    def check_outputs(self, request: dict, work, sets) -> tuple[dict, dict]:
+        """Run the reference, then every other implementation, once more on each input set;
+        compare their outputs on the device and check every canary.
+
+        Returns ``{name: [{"set", "arg", "count", "first", "total"}...]}`` for outputs that differ and
+        ``{name: [arg...]}`` for broken canaries.
+        """
+        reference, outputs = request["reference"], request["outputs"]
+        by_arg = {i: (dev, nbytes) for i, dev, _, nbytes in work[1]}
+        expected = []
+        for out in outputs:
+            copy = ctypes.c_void_p()
+            self.check(self.h.cph_alloc(ctypes.c_size_t(by_arg[out["arg"]][1]), ctypes.c_size_t(0),
+                                        ctypes.byref(copy), self.err, 512))  # fmt: skip
+            expected.append(copy)
+            self.scratch.append(copy)
+        mismatches: dict[str, list] = {}
+        overruns: dict[str, list] = {}
+        for k, spec in enumerate(request["sets"]):
+            self.timed(reference, work, sets[k], spec, flush=1)
+            for out, copy in zip(outputs, expected, strict=True):
+                dev, nbytes = by_arg[out["arg"]]
+                self.check(self.h.cph_copy(copy, dev, ctypes.c_size_t(nbytes), D2D, self.err, 512))
+            for name in request["libs"]:
+                if name == reference:
+                    continue
+                self.timed(name, work, sets[k], spec, flush=1)
+                broken = self.broken_canaries(work[1])
+                if broken:
+                    overruns.setdefault(name, []).extend(a for a in broken if a not in overruns.get(name, []))
+                for out, copy in zip(outputs, expected, strict=True):
+                    dev, nbytes = by_arg[out["arg"]]
+                    count, first = ctypes.c_ulonglong(), ctypes.c_ulonglong()
+                    self.check(self.h.cph_compare(dev, copy, ctypes.c_size_t(nbytes // out["elem_bytes"]),
+                                                  out["elem_bytes"], out["is_float"], ctypes.c_double(out["atol"]),
+                                                  ctypes.c_double(out["rtol"]), ctypes.byref(count),
+                                                  ctypes.byref(first), self.err, 512))  # fmt: skip
+                    if count.value:
+                        mismatches.setdefault(name, []).append({"set": k, "arg": out["arg"], "count": count.value,
+                                                                "first": first.value,
+                                                                "total": nbytes // out["elem_bytes"]})  # fmt: skip
+        return mismatches, overruns
+
+    def broken_canaries(self, buffers) -> list:
+        """Argument indices whose canary tail was written."""
+        broken = []
+        for i, dev, _, nbytes in buffers:
+            intact = ctypes.c_int()
+            self.check(self.h.cph_canary_intact(dev, ctypes.c_size_t(nbytes), ctypes.c_size_t(self.canary),
+                                                ctypes.byref(intact), self.err, 512))  # fmt: skip
+            if not intact.value:
+                broken.append(i)
+        return broken
+
+    def release(self) -> None:
+        """Free the device buffers kept from the last timing request."""
+        for kept in (*self.kept_sets, *([self.kept_work] if self.kept_work else [])):
+            self.free(kept[1])
+        for dev in self.scratch:
+            self.h.cph_free(dev)
+        self.kept_sets, self.kept_specs, self.kept_work, self.scratch = [], [], None, []
+
+    def restore(self, work, pristine, pointer_args) -> None:
+        """Work buffers := the pristine set (outputs: the poison pattern), on the device."""
         for (_, dst, _, nbytes), (_, src, _, _), arg in zip(work[1], pristine[1], pointer_args, strict=True):
             if arg.get("restore") == "poison":
                 self.check(self.h.cph_memset(dst, arg["poison"], ctypes.c_size_t(nbytes), self.err, 512))
             else:
                 self.check(self.h.cph_copy(dst, src, ctypes.c_size_t(nbytes), D2D, self.err, 512))
+
+    def timed(self, name, work, pristine, spec, flush):
+        self.restore(work, pristine, [a for a in spec["args"] if "ptr" in a])
         ms, wall = ctypes.c_float(), ctypes.c_double()
         fn = self.libs[name]
         self.check(self.h.cph_timed_call(fn, work[2], flush, ctypes.byref(ms), ctypes.byref(wall), self.err, 512))
         return ms.value, wall.value
-
-    def download_to_file(self, work, path: str, size: int, args: list) -> list:
-        """Copy the working buffers into the file at ``path`` (same layout); broken canaries."""
-        fd = os.open(path, os.O_RDWR)
-        mem = mmap.mmap(fd, size, mmap.MAP_SHARED)
-        os.close(fd)
-        base = ctypes.addressof(ctypes.c_char.from_buffer(mem))
-        hosts = [base + a["ptr"] for a in args if "ptr" in a]
-        return self.download(work[1], hosts)
 
     def bandwidth(self, request: dict) -> None:
         gbps = ctypes.c_double()
@@ -185,18 +256,18 @@ class Worker:
         self.send(ok=True, copy_gbps=gbps.value)
 
     def stage(self, request: dict) -> None:
-        """Upload a set for :meth:`wall_check`, so the parent's clock sees only the calls."""
-        self.staged = self.upload(request["set"])
+        """Restore the kept work buffers from input set K for :meth:`wall_check`."""
+        k = request["set"]
+        self.restore(self.kept_work, self.kept_sets[k], [a for a in self.kept_specs[k]["args"] if "ptr" in a])
         self.send(ok=True)
 
     def wall_check(self, request: dict) -> None:
-        work, fn, events = self.staged, self.libs[request["lib"]], []
+        work, fn, events = self.kept_work, self.libs[request["lib"]], []
         for _ in range(request["calls"]):
             ms, wall = ctypes.c_float(), ctypes.c_double()
             self.check(self.h.cph_timed_call(fn, work[2], 0, ctypes.byref(ms), ctypes.byref(wall), self.err, 512))
             events.append(ms.value)
         self.send(ok=True, events=events)
-        self.free(work[1])
 
 
 def _rse(samples: list) -> float:

@@ -19,6 +19,36 @@ __global__ void check_canary(const unsigned char* p, size_t begin, size_t end, i
     if (p[i] != (i % 4 == 2 ? 0xbf : 0xff)) atomicExch(bad, 1);
 }
 
+// Elementwise |got - want| <= atol + rtol * |want| for floats (NaN == NaN, equal infinities
+// match), bytewise equality for integers: the rule of cudaperf_env/compare.py.
+template <typename T>
+__device__ bool close_enough(T g, T w, double atol, double rtol) {
+  double gd = (double)g, wd = (double)w;
+  if (isnan(gd) && isnan(wd)) return true;
+  if (isinf(wd) && gd == wd) return true;
+  return fabs(gd - wd) <= atol + rtol * fabs(wd);  // false when either is NaN
+}
+
+template <typename T>
+__global__ void compare_float(const T* got, const T* want, size_t n, double atol, double rtol,
+                              unsigned long long* bad, unsigned long long* first) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    if (!close_enough(got[i], want[i], atol, rtol)) {
+      atomicAdd(bad, 1ull);
+      atomicMin(first, (unsigned long long)i);
+    }
+}
+
+template <typename T>
+__global__ void compare_exact(const T* got, const T* want, size_t n, unsigned long long* bad,
+                              unsigned long long* first) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    if (got[i] != want[i]) {
+      atomicAdd(bad, 1ull);
+      atomicMin(first, (unsigned long long)i);
+    }
+}
+
 int report(cudaError_t e, char* err, int len) {
   if (e != cudaSuccess && err) snprintf(err, len, "%s: %s", cudaGetErrorName(e), cudaGetErrorString(e));
   return (int)e;
@@ -27,6 +57,7 @@ int report(cudaError_t e, char* err, int len) {
 void* g_flush = nullptr;
 size_t g_flush_bytes = 0;
 int* g_flag = nullptr;
+unsigned long long* g_counts = nullptr;  // [mismatches, first mismatch]
 
 }  // namespace
 
@@ -47,6 +78,7 @@ int cph_init(int device, char* name, int name_len, int* cc, int* sms, long long*
   *l2_bytes = p.l2CacheSize;
   cudaDriverGetVersion(driver);
   e = cudaMalloc(&g_flag, sizeof(int));
+  if (e == cudaSuccess) e = cudaMalloc(&g_counts, 2 * sizeof(unsigned long long));
   return report(e, err, err_len);
 }
 
@@ -82,8 +114,45 @@ int cph_canary_intact(const void* p, size_t bytes, size_t canary_bytes, int* int
   return report(e, err, err_len);
 }
 
-// Allocate the L2 flush buffer (a few times the L2 size).
+// Compare n elements of two device buffers (elem_bytes 1/2/4/8; is_float for float32/float64).
+// *mismatches gets the count, *first the index of the first (n when none).
+int cph_compare(const void* got, const void* want, size_t n, int elem_bytes, int is_float, double atol, double rtol,
+                unsigned long long* mismatches, unsigned long long* first, char* err, int err_len) {
+  unsigned long long init[2] = {0ull, (unsigned long long)n};
+  cudaError_t e = cudaMemcpy(g_counts, init, sizeof(init), cudaMemcpyHostToDevice);
+  if (e != cudaSuccess) return report(e, err, err_len);
+  const int grid = 1024, block = 256;
+  unsigned long long *bad = g_counts, *at = g_counts + 1;
+  if (is_float && elem_bytes == 4)
+    compare_float<<<grid, block>>>((const float*)got, (const float*)want, n, atol, rtol, bad, at);
+  else if (is_float && elem_bytes == 8)
+    compare_float<<<grid, block>>>((const double*)got, (const double*)want, n, atol, rtol, bad, at);
+  else if (elem_bytes == 1)
+    compare_exact<<<grid, block>>>((const unsigned char*)got, (const unsigned char*)want, n, bad, at);
+  else if (elem_bytes == 2)
+    compare_exact<<<grid, block>>>((const unsigned short*)got, (const unsigned short*)want, n, bad, at);
+  else if (elem_bytes == 4)
+    compare_exact<<<grid, block>>>((const unsigned int*)got, (const unsigned int*)want, n, bad, at);
+  else
+    compare_exact<<<grid, block>>>((const unsigned long long*)got, (const unsigned long long*)want, n, bad, at);
+  e = cudaGetLastError();
+  if (e == cudaSuccess) e = cudaMemcpy(init, g_counts, sizeof(init), cudaMemcpyDeviceToHost);
+  *mismatches = init[0];
+  *first = init[1];
+  return report(e, err, err_len);
+}
+
+// Page-lock host memory for fast uploads (and undo it).
+int cph_host_register(void* p, size_t bytes, char* err, int err_len) {
+  return report(cudaHostRegister(p, bytes, cudaHostRegisterDefault), err, err_len);
+}
+
+int cph_host_unregister(void* p) { return (int)cudaHostUnregister(p); }
+
+// Allocate the L2 flush buffer (a few times the L2 size), once.
 int cph_flush_setup(size_t bytes, char* err, int err_len) {
+  if (g_flush && g_flush_bytes >= bytes) return 0;  // kept across timing requests
+  if (g_flush) cudaFree(g_flush);
   g_flush_bytes = bytes;
   return report(cudaMalloc(&g_flush, bytes), err, err_len);
 }

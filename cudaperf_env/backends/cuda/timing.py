@@ -23,10 +23,11 @@ class TimingOptions:
         flush_bytes: L2 flush buffer written before every timed call.
         deadband: Speedups within ``1 +- deadband`` are reported as 1.
         wall_check_calls: Back-to-back calls timed from the parent's clock per implementation.
+        pin_inputs: Page-lock the input sets while uploading them (faster copies).
     """
 
     warmup: int = 3
-    min_trials: int = 10
+    min_trials: int = 20
     max_trials: int = 100
     budget_s: float = 3.0
     target_rse: float = 0.01
@@ -34,6 +35,7 @@ class TimingOptions:
     flush_bytes: int = 256 << 20
     deadband: float = 0.03
     wall_check_calls: int = 10
+    pin_inputs: bool = True
 
     def __post_init__(self) -> None:
         if not 1 <= self.min_trials <= self.max_trials:
@@ -63,6 +65,8 @@ class Timing:
         mismatch: Set when outputs of timed calls differed from the baseline's.
         device: Card, compute capability, driver and copy bandwidth.
         per_config: Per-configuration estimates.
+        phases: Seconds spent per phase (input preparation, upload, trials, output check, wall check).
+        c_reference_ms: The serial C reference's time on the CPU per configuration (NaN: not measured).
     """
 
     estimate: SpeedupEstimate
@@ -70,6 +74,8 @@ class Timing:
     mismatch: str = ""
     device: Mapping[str, object] = field(default_factory=dict)
     per_config: tuple[SpeedupEstimate, ...] = ()
+    phases: Mapping[str, float] = field(default_factory=dict)
+    c_reference_ms: tuple[float, ...] = ()
 
 
 def estimate_speedup(

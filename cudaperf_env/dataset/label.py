@@ -1,0 +1,419 @@
+"""GPU timing labels: every implementation of every task, timed on every configuration.
+
+The labelling run is a pipeline sized for one GPU machine:
+
+* builds: every implementation compiled by nvcc (content-cached) on all cores, ahead
+  of the timing stream;
+* inputs: each configuration's input sets generated a few tasks ahead, in worker
+  processes (numpy's generators hold the GIL);
+* timing: one stream per GPU. A long-lived worker (the implementations are the
+  dataset's own verified code, so one worker may load many) times all
+  implementations of a task together, round robin, with the GPU backend's hardened
+  loop (L2 flush, inputs restored before every call, rotating input sets), then
+  compares every implementation's outputs with the baseline's on the device.
+
+Each finished task is appended to a JSONL stream at once, so a run cut short keeps
+what it measured, and tasks already in any stream given as ``--done`` are skipped:
+labelling resumes across runs and sessions. ``merge`` folds streams into the
+dataset's ``labels``.
+
+Run on the GPU machine::
+
+    python -m cudaperf_env.dataset.label --source dataset --out labels.jsonl \\
+        --done cudaperf_env/tasks/data/dataset/labels-h200.jsonl.gz --deadline-s 480
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import gzip
+import hashlib
+import itertools
+import json
+import math
+import multiprocessing
+import os
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cudaperf_env.backends.base import Build
+from cudaperf_env.backends.buffers import BufferFile
+from cudaperf_env.backends.cache import scratch_dir
+from cudaperf_env.backends.cuda.backend import CudaBackend, output_checks, set_spec
+from cudaperf_env.backends.cuda.clocks import read_clocks
+from cudaperf_env.backends.sandbox import Crash, WorkerProcess
+from cudaperf_env.tasks.inputs import make_inputs
+from cudaperf_env.tasks.schema import Config, Task
+
+PIN_ABOVE_BYTES = 64 << 20  # page-locking pays off only for large input sets
+
+
+@dataclass(frozen=True)
+class LabelOptions:
+    """How hard to time each configuration (lighter than a step's timing: the code is trusted).
+
+    Attributes:
+        input_sets: Distinct input sets rotated through the same buffers.
+        warmup: Untimed calls of each implementation first.
+        min_trials: Round-robin rounds at least.
+        max_trials: And at most.
+        target_rse: Stop once every implementation's median has a relative standard error below this.
+        budget_s: Wall-clock budget of the rounds per configuration.
+        flush_bytes: L2 flush buffer written before every timed call.
+        deadband: Medians closer than this ratio are never called distinguishable.
+        worker_tasks: Tasks one worker times before it is replaced (bounds libraries loaded).
+    """
+
+    input_sets: int = 2
+    warmup: int = 2
+    min_trials: int = 5
+    max_trials: int = 40
+    target_rse: float = 0.02
+    budget_s: float = 1.0
+    flush_bytes: int = 256 << 20
+    deadband: float = 0.03
+    worker_tasks: int = 40
+
+
+def task_digest(task: Task) -> str:
+    """Content hash of what a label depends on: reference, configurations, implementations."""
+    content = {
+        "reference": task.reference_source,
+        "configs": [task.configs, task.hidden_configs, task.perf_configs],
+        "impls": [(i.name, i.source) for i in task.implementations],
+    }
+    return hashlib.sha256(json.dumps(content, sort_keys=True, default=dict).encode()).hexdigest()[:20]
+
+
+def all_configs(task: Task) -> list[tuple[str, Config]]:
+    """Every configuration of ``task`` with its kind: shown, hidden, perf."""
+    kinds = (("shown", task.configs), ("hidden", task.hidden_configs), ("perf", task.perf_configs))
+    return [(kind, dict(c)) for kind, configs in kinds for c in configs]
+
+
+def median_interval(samples: Sequence[float], resamples: int = 400) -> tuple[float, float, float]:
+    """Median and its 5%-95% bootstrap interval (pure; seeded)."""
+    x = np.asarray(samples, float)
+    rng = np.random.default_rng(0)
+    boot = np.median(rng.choice(x, (resamples, x.size)), axis=1)
+    return float(np.median(x)), float(np.quantile(boot, 0.05)), float(np.quantile(boot, 0.95))
+
+
+def distinguishable(a: Mapping[str, float], b: Mapping[str, float], deadband: float = 0.03) -> bool:
+    """Two timings differ beyond noise: disjoint intervals and medians further apart than ``deadband``."""
+    fast, slow = sorted((a, b), key=lambda t: t["median_ms"])
+    return fast["hi_ms"] < slow["lo_ms"] and slow["median_ms"] > fast["median_ms"] * (1 + deadband)
+
+
+def perf_summary(record: Mapping[str, Any], deadband: float = 0.03) -> dict[str, Any]:
+    """Per task, over its perf configurations: pairs of implementations told apart, and speedups.
+
+    A task is *distinguishable* when its fastest and slowest implementations differ
+    beyond noise on every perf configuration (the ranker has pairs to learn from).
+    """
+    perf = [c for c in record["configs"] if c["kind"] == "perf" and not c.get("mismatches")]
+    pairs = told = 0
+    extremes = []
+    for c in perf:
+        timings = list(c["impls"].values())
+        for a, b in itertools.combinations(timings, 2):
+            pairs += 1
+            told += distinguishable(a, b, deadband)
+        ordered = sorted(timings, key=lambda t: t["median_ms"])
+        extremes.append(distinguishable(ordered[0], ordered[-1], deadband))
+    return {"pairs": pairs, "distinguishable_pairs": told, "distinguishable": bool(extremes) and all(extremes)}
+
+
+def best_speedup(record: Mapping[str, Any], baseline: str) -> float:
+    """Geometric mean over perf configurations of baseline time / best implementation time."""
+    ratios = [c["impls"][baseline]["median_ms"] / min(t["median_ms"] for t in c["impls"].values())
+              for c in record["configs"] if c["kind"] == "perf" and baseline in c["impls"]]  # fmt: skip
+    return float(np.exp(np.mean(np.log(ratios)))) if ratios else math.nan
+
+
+def read_stream(paths: Iterable[str | Path]) -> dict[str, dict[str, Any]]:
+    """Label records by task id from JSONL streams (``.gz`` too); later lines win; missing files skipped."""
+    records: dict[str, dict[str, Any]] = {}
+    for path in paths:
+        path = Path(path)
+        if not path.is_file():
+            continue
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rt", encoding="utf-8") as f:
+            for line in f:
+                if line.strip():
+                    record = json.loads(line)
+                    records[record["task"]] = record
+    return records
+
+
+def perf_medians(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
+    """``{task: {impl: ms}}``: geometric mean over perf configurations (``structure_vs_speed --times``)."""
+    out = {}
+    for r in records:
+        perf = [c for c in r["configs"] if c["kind"] == "perf"]
+        if not perf or r.get("error"):
+            continue
+        names = perf[0]["impls"].keys()
+        out[r["task"]] = {n: float(np.exp(np.mean([np.log(c["impls"][n]["median_ms"]) for c in perf])))
+                          for n in names}  # fmt: skip
+    return out
+
+
+class Labeller:
+    """Times every implementation of many tasks on the GPUs ``devices``.
+
+    Args:
+        devices: CUDA device indices; one timing stream each.
+        options: Timing effort.
+        build_jobs: Parallel nvcc processes (default: all cores).
+    """
+
+    def __init__(self, devices: Sequence[int] = (0,), options: LabelOptions | None = None,
+                 build_jobs: int | None = None) -> None:  # fmt: skip
+        self.devices = tuple(devices)
+        self.options = options or LabelOptions()
+        self.backends = {d: CudaBackend(device=d, timeout_s=60.0) for d in self.devices}
+        self.builds = ThreadPoolExecutor(max_workers=build_jobs or os.cpu_count() or 1)
+        cores = os.cpu_count() or 2
+        self.inputs = ProcessPoolExecutor(max_workers=max(2, min(8, cores // 2)),
+                                          mp_context=multiprocessing.get_context("spawn"))  # fmt: skip
+        self.scratch = scratch_dir("cudaperf-label-")
+        self.driver = _driver_version()
+        self._write = threading.Lock()
+
+    def run(self, tasks: Sequence[Task], out: Path, deadline: float = math.inf, progress=None) -> list[dict]:
+        """Label ``tasks`` (appending to ``out``) until done or until ``time.time() > deadline``."""
+        builds = {t.id: [self.builds.submit(self._build, t, i.source) for i in t.implementations] for t in tasks}
+        shards = [tasks[k :: len(self.devices)] for k in range(len(self.devices))]
+        records: list[dict] = []
+        with open(out, "a", encoding="utf-8") as sink:
+
+            def stream(device: int, shard: Sequence[Task]) -> None:
+                for record in self._stream(device, shard, builds, deadline):
+                    with self._write:
+                        sink.write(json.dumps(record) + "\n")
+                        sink.flush()
+                        records.append(record)
+                        if progress:
+                            progress(record)
+
+            threads = [threading.Thread(target=stream, args=(d, s)) for d, s in zip(self.devices, shards, strict=True)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        for pending in itertools.chain.from_iterable(builds.values()):
+            pending.cancel()
+        return records
+
+    def close(self) -> None:
+        self.builds.shutdown(wait=False, cancel_futures=True)
+        self.inputs.shutdown(wait=False, cancel_futures=True)
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+    def _build(self, task: Task, source: str) -> Build:
+        return self.backends[self.devices[0]].build(task, source)
+
+    def _stream(self, device: int, tasks: Sequence[Task], builds: Mapping[str, list[Future]],
+                deadline: float) -> Iterator[dict]:  # fmt: skip
+        """Label ``tasks`` one after another on ``device``; inputs prepared a few tasks ahead."""
+        ahead = 6
+        prepared = [self._prepare(t) for t in tasks[:ahead]]
+        worker, served = None, 0
+        try:
+            for n, task in enumerate(tasks):
+                if n + ahead < len(tasks):
+                    prepared.append(self._prepare(tasks[n + ahead]))
+                try:
+                    inputs = prepared[n].result()
+                except Exception as exc:  # a task whose inputs cannot be made is a dataset bug: record it
+                    yield {"task": task.id, "digest": task_digest(task), "configs": [], "error": f"inputs: {exc}"}
+                    continue
+                if time.time() > deadline:
+                    break
+                if worker is None or served >= self.options.worker_tasks:
+                    if worker is not None:
+                        worker.kill()
+                    worker, served = self._start(device), 0
+                record, crashed = self._label(worker, device, task, [b.result() for b in builds[task.id]], inputs, n)
+                _remove_inputs(inputs)
+                served += 1
+                if crashed:
+                    worker.kill()
+                    worker = None
+                yield record
+        finally:
+            if worker is not None:
+                worker.kill()
+            for future in prepared:
+                future.cancel()
+
+    def _start(self, device: int) -> WorkerProcess:
+        folder = Path(scratch_dir("cudaperf-labelw-"))
+        return self.backends[device].start_worker(folder)
+
+    def _prepare(self, task: Task) -> Future:
+        """Start writing the input-set files of every configuration of ``task`` (in another process)."""
+        folder = self.scratch / hashlib.sha256(task.id.encode()).hexdigest()[:16]
+        return self.inputs.submit(write_input_sets, task, str(folder), self.options.input_sets)
+
+    def _label(self, worker: WorkerProcess, device: int, task: Task, builds: Sequence[Build],
+               inputs: list[list[dict]], n: int) -> tuple[dict, bool]:  # fmt: skip
+        """One task's record, and whether the worker crashed."""
+        record: dict[str, Any] = {"task": task.id, "digest": task_digest(task), "baseline": task.baseline,
+                                  "date": datetime.date.today().isoformat(), "driver": self.driver,
+                                  "configs": [], "error": ""}  # fmt: skip
+        failed = [f"{i.name}: {b.log.strip()[-400:]}" for i, b in zip(task.implementations, builds, strict=True)
+                  if not b.ok]  # fmt: skip
+        if failed:
+            record["error"] = "build failed: " + "; ".join(failed)
+            return record, False
+        names = {i.name: f"t{n}.{i.name}" for i in task.implementations}
+        started = time.perf_counter()
+        for impl, build in zip(task.implementations, builds, strict=True):
+            reply = worker.request({"op": "load", "lib": str(build.library), "name": names[impl.name]}, 60)
+            if isinstance(reply, Crash) or not reply.get("ok"):
+                record["error"] = f"load {impl.name}: {_failure(reply)}"
+                return record, True
+        init = worker.early_replies[0] if worker.early_replies else {}
+        record["device"] = {k: init.get(k) for k in ("name", "cc", "sms", "driver")}
+        opts = self.options
+        for (kind, config), sets in zip(all_configs(task), inputs, strict=True):
+            request = {"op": "time", "libs": list(names.values()), "sets": sets,
+                       "reference": names[task.baseline], "outputs": output_checks(task),
+                       "pin": sets[0]["size"] > PIN_ABOVE_BYTES, "warmup": opts.warmup, "min_trials": opts.min_trials,
+                       "max_trials": opts.max_trials, "budget_s": opts.budget_s, "target_rse": opts.target_rse,
+                       "flush_bytes": opts.flush_bytes}  # fmt: skip
+            reply = worker.request(request, opts.budget_s * 4 + 120)
+            if isinstance(reply, Crash) or not reply.get("ok"):
+                record["error"] = f"{kind} {dict(config)}: {_failure(reply)}"
+                return record, isinstance(reply, Crash)
+            by_lib = {lib: impl for impl, lib in names.items()}
+            impls = {}
+            for lib, samples in reply["times"].items():
+                median, lo, hi = median_interval(samples)
+                impls[by_lib[lib]] = {"median_ms": median, "lo_ms": lo, "hi_ms": hi, "trials": len(samples)}
+            record["configs"].append({
+                "kind": kind, "config": config, "impls": impls, "phases": reply["phases"],
+                "mismatches": {by_lib[lib]: m for lib, m in reply["mismatches"].items()},
+                "overruns": {by_lib[lib]: o for lib, o in reply["overruns"].items()},
+            })  # fmt: skip
+        record["clocks"] = read_clocks(device)
+        record["seconds"] = round(time.perf_counter() - started, 3)
+        return record, False
+
+
+def _failure(reply: dict | Crash) -> str:
+    return reply.message if isinstance(reply, Crash) else str(reply.get("error"))
+
+
+def write_input_sets(task: Task, folder: str, sets: int) -> list[list[dict]]:
+    """Write ``sets`` input sets per configuration of ``task`` under ``folder``; their worker specs.
+
+    Runs in a worker process: the files stay (on tmpfs) for the GPU worker to map.
+    """
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    specs = []
+    for i, (_, config) in enumerate(all_configs(task)):
+        row = []
+        for k in range(sets):
+            f = BufferFile(Path(folder) / f"{i}-{k}.bin", task, config, make_inputs(task, config, 1000 + k))
+            row.append(set_spec(task, config, f))
+            del f  # unmapped; the file stays
+        specs.append(row)
+    return specs
+
+
+def _remove_inputs(inputs: list[list[dict]]) -> None:
+    for sets in inputs:
+        for spec in sets:
+            Path(spec["file"]).unlink(missing_ok=True)
+
+
+def _driver_version() -> str:
+    out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                         capture_output=True, text=True, check=False)  # fmt: skip
+    return out.stdout.strip().splitlines()[0] if out.stdout.strip() else ""
+
+
+def _load_tasks(source: str) -> list[Task]:
+    if source == "starter":
+        from cudaperf_env.tasks import load_tasks
+
+        return list(load_tasks(kind="c2cuda").values())
+    from cudaperf_env.dataset.load import load_dataset
+
+    return list(load_dataset().values())
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    from rich.console import Console
+    from rich.progress import Progress
+    from rich.table import Table
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--source", choices=("starter", "dataset"), default="dataset")
+    parser.add_argument("--out", required=True, help="JSONL stream to append labels to")
+    parser.add_argument("--done", action="append", default=[], help="streams whose tasks are skipped (resume)")
+    parser.add_argument("--devices", default="0", help="comma-separated CUDA device indices")
+    parser.add_argument("--deadline-s", type=float, default=math.inf, help="stop starting tasks after this long")
+    parser.add_argument("--limit", type=int, default=None, help="label at most this many tasks")
+    parser.add_argument("--times-out", help="also write {task: {impl: ms}} (perf medians) for structure_vs_speed")
+    args = parser.parse_args(argv)
+
+    started = time.time()
+    done = read_stream([*args.done, args.out])
+    tasks = [t for t in _load_tasks(args.source)
+             if t.id not in done or done[t.id]["digest"] != task_digest(t) or done[t.id]["error"]]  # fmt: skip
+    tasks = tasks[: args.limit]
+    labeller = Labeller([int(d) for d in args.devices.split(",")])
+    console = Console()
+    console.print(f"{len(tasks)} tasks to label ({len(done)} already labelled) on devices {args.devices}")
+    try:
+        with Progress(console=console) as bar:
+            job = bar.add_task("labelling", total=len(tasks))
+            records = labeller.run(tasks, Path(args.out), started + args.deadline_s,
+                                   progress=lambda r: bar.advance(job))  # fmt: skip
+    finally:
+        labeller.close()
+    everything = {**done, **{r["task"]: r for r in records}}
+    if args.times_out:
+        device: dict[str, Any] = next((r.get("device", {}) for r in records), {})
+        times = {"card": device.get("name"), "driver": labeller.driver, "date": datetime.date.today().isoformat(),
+                 "tasks": perf_medians(everything.values())}  # fmt: skip
+        Path(args.times_out).write_text(json.dumps(times, indent=1) + "\n")
+    summaries = [perf_summary(r) for r in records if not r["error"]]
+    table = Table(title=f"labelling run ({time.time() - started:.0f} s)")
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    rows = {
+        "tasks labelled now": len(records),
+        "tasks with an error": sum(bool(r["error"]) for r in records),
+        "implementations differing from the baseline on the GPU": sum(
+            len(c["mismatches"]) for r in records for c in r["configs"]),
+        "tasks distinguishable beyond noise": f"{sum(s['distinguishable'] for s in summaries)}/{len(summaries)}",
+        "pairs distinguishable (perf configs)": f"{sum(s['distinguishable_pairs'] for s in summaries)}/"
+                                               f"{sum(s['pairs'] for s in summaries)}",
+        "median seconds per task": f"{np.median([r.get('seconds', 0) for r in records]):.2f}" if records else "-",
+    }  # fmt: skip
+    for key, value in rows.items():
+        table.add_row(key, str(value))
+    console.print(table)
+    for r in records:
+        if r["error"]:
+            console.print(f"[red]{r['task']}[/red]: {r['error'][:300]}")
+
+
+if __name__ == "__main__":
+    main()
