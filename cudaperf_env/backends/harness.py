@@ -18,8 +18,8 @@ def entry_declaration(task: Task, language: str = "cuda") -> str:
     return f"{prefix}{task.signature};\n"
 
 
-def call_shim(task: Task, language: str = "cuda") -> str:
-    """``int cudaperf_call(void** argv, char* err, int err_len)`` calling the entry.
+def call_shim(task: Task, language: str = "cuda", symbol: str = CALL_SYMBOL) -> str:
+    """``int cudaperf_call(void** argv, char* err, int err_len)`` (named ``symbol``) calling the entry.
 
     Scalars arrive by pointer, buffers as pointers. For CUDA the shim
     synchronizes and returns the CUDA error code, with its name in ``err``.
@@ -36,12 +36,12 @@ def call_shim(task: Task, language: str = "cuda") -> str:
     if language == "c":
         return (
             f"\n#line 1 \"cudaperf_harness.c\"\n"
-            f"int {CALL_SYMBOL}(void** argv, char* err, int err_len) {{\n"
+            f"int {symbol}(void** argv, char* err, int err_len) {{\n"
             f"  (void)err; (void)err_len;\n  {call}\n  return 0;\n}}\n"
         )
     return (
         f'\n#line 1 "cudaperf_harness.cu"\n#include <cstdio>\n'
-        f'extern "C" int {CALL_SYMBOL}(void** argv, char* err, int err_len) {{\n'
+        f'extern "C" int {symbol}(void** argv, char* err, int err_len) {{\n'
         f"  {call}\n"
         "  cudaError_t e = cudaDeviceSynchronize();\n"
         "  if (e == cudaSuccess) e = cudaGetLastError();\n"

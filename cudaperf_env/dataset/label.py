@@ -2,8 +2,9 @@
 
 The labelling run is a pipeline sized for one GPU machine:
 
-* builds: every implementation compiled by nvcc (content-cached) on all cores, ahead
-  of the timing stream;
+* builds: implementations of consecutive tasks compiled together, several dozen per
+  nvcc call (``backends/cuda/bundle.py``; content-cached), on all cores, ahead of
+  the timing stream;
 * inputs: each configuration's input sets generated a few tasks ahead, in worker
   processes (numpy's generators hold the GIL);
 * timing: one stream per GPU. A long-lived worker (the implementations are the
@@ -46,10 +47,10 @@ from typing import Any
 
 import numpy as np
 
-from cudaperf_env.backends.base import Build
 from cudaperf_env.backends.buffers import BufferFile
 from cudaperf_env.backends.cache import scratch_dir
-from cudaperf_env.backends.cuda.backend import CudaBackend, output_checks, set_spec
+from cudaperf_env.backends.cuda.backend import CudaBackend, detect_arch, output_checks, set_spec
+from cudaperf_env.backends.cuda.bundle import UnitBuild, build_bundles
 from cudaperf_env.backends.cuda.clocks import read_clocks
 from cudaperf_env.backends.sandbox import Crash, WorkerProcess
 from cudaperf_env.tasks.inputs import make_inputs
@@ -72,6 +73,7 @@ class LabelOptions:
         flush_bytes: L2 flush buffer written before every timed call.
         deadband: Medians closer than this ratio are never called distinguishable.
         worker_tasks: Tasks one worker times before it is replaced (bounds libraries loaded).
+        bundle_tasks: Consecutive tasks whose implementations are built by one nvcc call.
     """
 
     input_sets: int = 2
@@ -83,6 +85,7 @@ class LabelOptions:
     flush_bytes: int = 256 << 20
     deadband: float = 0.03
     worker_tasks: int = 40
+    bundle_tasks: int = 12
 
 
 def task_digest(task: Task) -> str:
@@ -177,11 +180,13 @@ class Labeller:
         devices: CUDA device indices; one timing stream each.
         options: Timing effort.
         build_jobs: Parallel nvcc processes (default: all cores).
+        arch: GPU architecture to build for (default: GPU 0's).
     """
 
     def __init__(self, devices: Sequence[int] = (0,), options: LabelOptions | None = None,
-                 build_jobs: int | None = None) -> None:  # fmt: skip
+                 build_jobs: int | None = None, arch: str | None = None) -> None:  # fmt: skip
         self.devices = tuple(devices)
+        self.arch = arch
         self.options = options or LabelOptions()
         self.backends = {d: CudaBackend(device=d, timeout_s=60.0) for d in self.devices}
         self.builds = ThreadPoolExecutor(max_workers=build_jobs or os.cpu_count() or 1)
@@ -194,7 +199,12 @@ class Labeller:
 
     def run(self, tasks: Sequence[Task], out: Path, deadline: float = math.inf, progress=None) -> list[dict]:
         """Label ``tasks`` (appending to ``out``) until done or until ``time.time() > deadline``."""
-        builds = {t.id: [self.builds.submit(self._build, t, i.source) for i in t.implementations] for t in tasks}
+        step = self.options.bundle_tasks
+        builds: dict[str, Future] = {}
+        for start in range(0, len(tasks), step):
+            chunk = tasks[start : start + step]
+            future = self.builds.submit(self._build, chunk)
+            builds.update((t.id, future) for t in chunk)
         shards = [tasks[k :: len(self.devices)] for k in range(len(self.devices))]
         records: list[dict] = []
         with open(out, "a", encoding="utf-8") as sink:
@@ -213,7 +223,7 @@ class Labeller:
                 thread.start()
             for thread in threads:
                 thread.join()
-        for pending in itertools.chain.from_iterable(builds.values()):
+        for pending in builds.values():
             pending.cancel()
         return records
 
@@ -222,10 +232,13 @@ class Labeller:
         self.inputs.shutdown(wait=False, cancel_futures=True)
         shutil.rmtree(self.scratch, ignore_errors=True)
 
-    def _build(self, task: Task, source: str) -> Build:
-        return self.backends[self.devices[0]].build(task, source)
+    def _build(self, tasks: Sequence[Task]) -> dict[str, list[UnitBuild]]:
+        """Every implementation of ``tasks``, bundled; per task, in implementation order."""
+        units = [(t, i.source) for t in tasks for i in t.implementations]
+        built = iter(build_bundles(units, self.arch or detect_arch(), size=len(units)))
+        return {t.id: [next(built) for _ in t.implementations] for t in tasks}
 
-    def _stream(self, device: int, tasks: Sequence[Task], builds: Mapping[str, list[Future]],
+    def _stream(self, device: int, tasks: Sequence[Task], builds: Mapping[str, Future],
                 deadline: float) -> Iterator[dict]:  # fmt: skip
         """Label ``tasks`` one after another on ``device``; inputs prepared a few tasks ahead."""
         ahead = 6
@@ -246,7 +259,7 @@ class Labeller:
                     if worker is not None:
                         worker.kill()
                     worker, served = self._start(device), 0
-                record, crashed = self._label(worker, device, task, [b.result() for b in builds[task.id]], inputs, n)
+                record, crashed = self._label(worker, device, task, builds[task.id].result()[task.id], inputs, n)
                 _remove_inputs(inputs)
                 served += 1
                 if crashed:
@@ -268,21 +281,22 @@ class Labeller:
         folder = self.scratch / hashlib.sha256(task.id.encode()).hexdigest()[:16]
         return self.inputs.submit(write_input_sets, task, str(folder), self.options.input_sets)
 
-    def _label(self, worker: WorkerProcess, device: int, task: Task, builds: Sequence[Build],
+    def _label(self, worker: WorkerProcess, device: int, task: Task, builds: Sequence[UnitBuild],
                inputs: list[list[dict]], n: int) -> tuple[dict, bool]:  # fmt: skip
         """One task's record, and whether the worker crashed."""
         record: dict[str, Any] = {"task": task.id, "digest": task_digest(task), "baseline": task.baseline,
                                   "date": datetime.date.today().isoformat(), "driver": self.driver,
                                   "configs": [], "error": ""}  # fmt: skip
         failed = [f"{i.name}: {b.log.strip()[-400:]}" for i, b in zip(task.implementations, builds, strict=True)
-                  if not b.ok]  # fmt: skip
+                  if b.library is None]  # fmt: skip
         if failed:
             record["error"] = "build failed: " + "; ".join(failed)
             return record, False
         names = {i.name: f"t{n}.{i.name}" for i in task.implementations}
         started = time.perf_counter()
         for impl, build in zip(task.implementations, builds, strict=True):
-            reply = worker.request({"op": "load", "lib": str(build.library), "name": names[impl.name]}, 60)
+            load = {"op": "load", "lib": str(build.library), "name": names[impl.name], "symbol": build.symbol}
+            reply = worker.request(load, 60)
             if isinstance(reply, Crash) or not reply.get("ok"):
                 record["error"] = f"load {impl.name}: {_failure(reply)}"
                 return record, True
@@ -342,6 +356,8 @@ def _remove_inputs(inputs: list[list[dict]]) -> None:
 
 
 def _driver_version() -> str:
+    if shutil.which("nvidia-smi") is None:
+        return ""
     out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
                          capture_output=True, text=True, check=False)  # fmt: skip
     return out.stdout.strip().splitlines()[0] if out.stdout.strip() else ""

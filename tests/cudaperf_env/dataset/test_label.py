@@ -4,6 +4,7 @@ import dataclasses
 import gzip
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -115,6 +116,20 @@ def test_input_sets_are_written_for_every_configuration(tmp_path):
     specs = write_input_sets(task, str(tmp_path / "inputs"), 2)
     assert len(specs) == len(all_configs(task)) and all(len(row) == 2 for row in specs)
     for row in specs:
-        first, second = (open(s["file"], "rb").read() for s in row)
+        first, second = (Path(s["file"]).read_bytes() for s in row)
         assert len(first) == row[0]["size"] and first != second  # two distinct input sets
         assert [a for a in row[0]["args"] if "ptr" in a]
+
+
+def test_implementations_of_consecutive_tasks_build_in_one_bundle():
+    tasks = [TASKS["c2cuda/saxpy_f32"], TASKS["c2cuda/sum_f32"]]
+    labeller = Labeller(arch="sm_90")
+    try:
+        built = labeller._build(tasks)
+    finally:
+        labeller.close()
+    assert list(built) == [t.id for t in tasks]
+    units = [u for t in tasks for u in built[t.id]]
+    assert len(units) == sum(len(t.implementations) for t in tasks)
+    assert all(u.library is not None and u.bundled for u in units)
+    assert len({u.library for u in units}) == 1 and len({u.symbol for u in units}) == len(units)
