@@ -42,6 +42,8 @@ def sanitizer_command(tool: str, log: Path, sanitizer: str | None = None) -> lis
         raise ValueError(f"unknown sanitizer tool {tool!r}; choose from {TOOLS}")
     command = [sanitizer or find_sanitizer(), "--tool", tool, "--log-file", str(log), "--print-limit", "5",
                "--target-processes", "all"]  # fmt: skip
+    if tool == "memcheck":  # a guard after every allocation: reads past the end land there, not in a neighbour
+        command += ["--padding", "4096"]
     if tool == "racecheck":
         command += ["--racecheck-report", "hazard"]
     return command
