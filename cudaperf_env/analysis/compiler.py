@@ -1,15 +1,16 @@
 """Compiler features: ptxas resources, theoretical occupancy and a SASS opcode histogram.
 
 The resources come from the compile check's ``nvcc -cubin -Xptxas -v``
-report; the SASS from disassembling its cubin with ``nvdisasm`` (or
-``cuobjdump -sass``) from the ``nvidia-cuda-nvdisasm`` / ``nvidia-cuda-cuobjdump``
-wheels, found like nvcc (``$CUDAPERF_NVDISASM`` / ``$CUDAPERF_CUOBJDUMP``, the
-wheel's ``nvidia/cu*/bin``, then PATH). A missing tool or a failed run leaves
-the SASS features out; nothing here raises for that. Disassembly costs about
-0.2 s of tool start-up, so histograms are cached by the cubin's digest:
-:func:`sass_histogram` can be called right after the compile check (in
-parallel with the backend build) to make :func:`compiler_features` instant.
-"""
+report. The SASS histogram counts each function's instructions by
+:func:`opcode_class`, read straight from the cubin's instruction words
+(:mod:`cudaperf_env.analysis.cubin`, about a millisecond). When that decoder
+does not know an instruction or the architecture, the cubin is disassembled
+with ``nvdisasm`` (or ``cuobjdump -sass``) from the ``nvidia-cuda-nvdisasm`` /
+``nvidia-cuda-cuobjdump`` wheels, found like nvcc (``$CUDAPERF_NVDISASM`` /
+``$CUDAPERF_CUOBJDUMP``, the wheel's ``nvidia/cu*/bin``, then PATH); that
+costs about 0.25 s of tool start-up, so those histograms are cached by the
+cubin's digest. A missing tool or a failed run leaves the SASS features out;
+nothing here raises for that."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 
+from cudaperf_env.analysis.cubin import decode_histogram
 from cudaperf_env.analysis.occupancy import Occupancy, occupancy
 from cudaperf_env.analysis.static import SourceAnalysis, main_kernel
 from cudaperf_env.backends.cache import cache_dir, digest, write_atomic
@@ -52,6 +54,25 @@ def find_tool(name: str) -> str | None:
     return next((p for p in candidates if p and os.access(p, os.X_OK)), None)
 
 
+def instruction_mnemonic(line: str) -> str | None:
+    """The mnemonic (``LDG.E.128.CONSTANT``) of one line of an nvdisasm or cuobjdump listing; None if no instruction."""
+    m = _INSTRUCTION.search(line)
+    return m.group(1) if m else None
+
+
+def opcode_class(mnemonic: str) -> str:
+    """The part of a mnemonic that :func:`sass_features` reads: the opcode, with ``.128`` kept for
+    128-bit global loads and stores and ``.MMA`` for ptxas's ``HFMA2.MMA`` move idiom.
+
+    ``sass_features`` gives the same counts for a histogram of mnemonics and for its classes; it may
+    only read what this keeps (change both, then regenerate the tables: :mod:`.sass_learn`).
+    """
+    if mnemonic.startswith("HFMA2.MMA"):
+        return "HFMA2.MMA"
+    opcode, *modifiers = mnemonic.split(".")
+    return f"{opcode}.128" if opcode in ("LDG", "STG") and "128" in modifiers else opcode
+
+
 def parse_sass(listing: str) -> dict[str, Counter[str]]:
     """Opcodes (with modifiers, ``LDG.E.128``) per function of an nvdisasm or cuobjdump listing."""
     functions: dict[str, Counter[str]] = {}
@@ -68,14 +89,21 @@ def parse_sass(listing: str) -> dict[str, Counter[str]]:
 
 
 def sass_histogram(cubin: str | None) -> dict[str, dict[str, int]] | None:
-    """The opcode histogram per function of a cubin (cached by content); None if it cannot be made."""
+    """Instructions per :func:`opcode class <opcode_class>` per function of a cubin; None if it cannot be made.
+
+    Read from the instruction words when the opcode tables know them all (about a millisecond,
+    :mod:`cudaperf_env.analysis.cubin`), else disassembled (cached by the cubin's content).
+    """
     try:
         data = Path(cubin).read_bytes() if cubin else b""
     except OSError:  # evicted from the cache: the features are simply unavailable
         return None
     if not data:
         return None
-    entry = cache_dir("sass") / f"{digest('sass/1', data)}.json"
+    decoded = decode_histogram(data)
+    if decoded is not None:
+        return decoded
+    entry = cache_dir("sass") / f"{digest('sass/2', data)}.json"
     if entry.exists():
         try:
             return json.loads(entry.read_text())  # type: ignore[no-any-return]
@@ -84,9 +112,16 @@ def sass_histogram(cubin: str | None) -> dict[str, dict[str, int]] | None:
     listing = _disassemble(str(cubin))
     if listing is None:
         return None
-    histogram = {fn: dict(counts) for fn, counts in parse_sass(listing).items()}
+    histogram = {fn: _classes(counts) for fn, counts in parse_sass(listing).items()}
     write_atomic(entry, json.dumps(histogram).encode())
     return histogram
+
+
+def _classes(mnemonics: Counter[str]) -> dict[str, int]:
+    counts: Counter[str] = Counter()
+    for name, n in mnemonics.items():
+        counts[opcode_class(name)] += n
+    return dict(counts)
 
 
 def _disassemble(cubin: str) -> str | None:

@@ -120,18 +120,21 @@ def test_kernel_names_from_ptxas():
     assert kernel_name("_Z6kernelPfS_i") == "kernel"
 
 
-def test_missing_disassembler_leaves_the_sass_features_out(monkeypatch, tmp_path):
+def test_missing_disassembler_leaves_out_the_sass_features_the_decoder_cannot_read(monkeypatch, tmp_path):
     report = checked(VEC4)
     monkeypatch.setenv("CUDAPERF_CACHE_DIR", str(tmp_path))  # no cached histogram
     monkeypatch.setattr(compiler, "find_tool", lambda name: None)
+    assert analyze(VEC4, report).value("sass_global_loads_128") == 1  # read from the instruction words
+    monkeypatch.setattr(compiler, "decode_histogram", lambda data: None)  # as for an architecture without tables
     result = analyze(VEC4, report)
     assert result.value("registers") is not None and result.value("sass_instructions") is None
     assert result.components["vectorization"] == 1.0  # falls back to the static share of float4 sites
 
 
-def test_histograms_are_cached_by_cubin_content(monkeypatch, tmp_path):
+def test_disassembled_histograms_are_cached_by_cubin_content(monkeypatch, tmp_path):
     report = checked(SHUFFLE)
     monkeypatch.setenv("CUDAPERF_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(compiler, "decode_histogram", lambda data: None)  # decoded ones cost less than the cache
     first = compiler.sass_histogram(report.cubin)
     assert first is not None and len(list(tmp_path.glob("sass/*.json"))) == 1
     monkeypatch.setattr(compiler, "_disassemble", lambda cubin: pytest.fail("should come from the cache"))
