@@ -8,34 +8,7 @@ features when Nsight Compute metrics are given, then scores the structure in
 Nothing here needs a GPU except producing the profiler metrics, and nothing
 raises on hostile or non-compiling source.
 
-Cost (issue #5: under 0.2 s per submission without the profiler). Measured
-with ``python benchmarks/analysis_cost.py`` (81 starter implementations,
-compile reports made beforehand, SASS cache empty) on a 2-core x86 machine
-(Intel Xeon, no GPU) shared with other jobs, nvcc and nvdisasm 13.5
-(V13.5.37); medians per submission:
-
-=========================================  ===========  ==============================
-setting                                    before #5    after, 3 runs (load avg ~4.6)
-=========================================  ===========  ==============================
-static features only                       0.0016 s     0.0028-0.0031 s
-+ compiler features, nothing cached        0.257 s      0.0047-0.0058 s
-+ compiler features, SASS cached           0.0019 s     0.0022-0.0043 s
-the old path in the same runs (nvdisasm)   --           0.522-0.549 s
-=========================================  ===========  ==============================
-
-("before": the old code on the same machine, load average ~0.1.) Nearly all of
-the old cold cost was nvdisasm: about 0.22 s of CPU per run setting up its
-tables for the architecture, after reading the input, whatever the input
-(a 16-byte raw binary costs the same) and whatever the flags (``-c -ndf``
-0.25 s, ``-raw`` 0.24 s, ``-novliw`` 0.24 s, ``-json`` 0.33 s, dataflow on
-0.34 s; ``cuobjdump -sass`` 0.35 s). Overlapping it with the static pass
-would hide at most that pass's 2 ms. The histogram is now read from the
-cubin's instruction words (:mod:`~cudaperf_env.analysis.cubin`, 0.1 ms median),
-with opcode tables learnt from nvdisasm; on the 3,854 cubins of the compile
-check's cache, tables learnt from 1,000 of them give the disassembler's counts
-on all the 2,854 others, and the features are identical to the old path's on
-every starter implementation (the benchmark checks it). The static pass is
-what remains (about 1 ms tokenizing, 1 ms parsing and walking).
+Measured costs and how the features compare with a real GPU: docs/structural-analysis.md.
 """
 
 from __future__ import annotations
