@@ -56,40 +56,29 @@ import numpy as np
 
 from cudaperf_env.backends.buffers import BufferFile
 from cudaperf_env.backends.cache import scratch_dir
-from cudaperf_env.backends.cuda.backend import CudaBackend, detect_arch, output_checks, set_spec
+from cudaperf_env.backends.cuda.backend import CudaBackend, detect_arch, set_spec, time_request
 from cudaperf_env.backends.cuda.bundle import UnitBuild, build_bundles
 from cudaperf_env.backends.cuda.clocks import read_clocks
+from cudaperf_env.backends.cuda.timing import TimingOptions
 from cudaperf_env.backends.sandbox import Crash, WorkerProcess
 from cudaperf_env.tasks.inputs import make_inputs
 from cudaperf_env.tasks.schema import Config, Task
 
+LABEL_TIMING = TimingOptions(warmup=2, min_trials=5, max_trials=40, budget_s=1.0, target_rse=0.02, input_sets=2)
+
 
 @dataclass(frozen=True)
 class LabelOptions:
-    """How hard to time each configuration (lighter than a step's timing: the code is trusted).
+    """How the labelling run times and batches (lighter timing than a step's: the code is trusted).
 
     Attributes:
-        input_sets: Distinct input sets rotated through the same buffers.
-        warmup: Untimed calls of each implementation first.
-        min_trials: Round-robin rounds at least.
-        max_trials: And at most.
-        target_rse: Stop once every implementation's median has a relative standard error below this.
-        budget_s: Wall-clock budget of the rounds per configuration.
-        flush_bytes: L2 flush buffer written before every timed call.
-        deadband: Medians closer than this ratio are never called distinguishable.
+        timing: Trials, stopping rule, input sets and L2 flush per configuration.
         worker_tasks: Tasks one worker times before it is replaced (bounds libraries loaded).
         bundle_tasks: Consecutive tasks whose implementations are built by one nvcc call.
         pin_above_bytes: Input sets larger than this are page-locked for the upload.
     """
 
-    input_sets: int = 2
-    warmup: int = 2
-    min_trials: int = 5
-    max_trials: int = 40
-    target_rse: float = 0.02
-    budget_s: float = 1.0
-    flush_bytes: int = 256 << 20
-    deadband: float = 0.03
+    timing: TimingOptions = LABEL_TIMING
     worker_tasks: int = 40
     bundle_tasks: int = 12
     pin_above_bytes: int = 64 << 20
@@ -286,7 +275,7 @@ class Labeller:
     def _prepare(self, task: Task) -> Future:
         """Start writing the input-set files of every configuration of ``task`` (in another process)."""
         folder = self.scratch / hashlib.sha256(task.id.encode()).hexdigest()[:16]
-        return self.inputs.submit(write_input_sets, task, str(folder), self.options.input_sets)
+        return self.inputs.submit(write_input_sets, task, str(folder), self.options.timing.input_sets)
 
     def _label(self, worker: WorkerProcess, device: int, task: Task, builds: Sequence[UnitBuild],
                inputs: list[list[dict]], n: int) -> tuple[dict, bool]:  # fmt: skip
@@ -309,13 +298,10 @@ class Labeller:
                 return record, True
         init = worker.early_replies[0] if worker.early_replies else {}
         record["device"] = {k: init.get(k) for k in ("name", "cc", "sms", "driver")}
-        opts = self.options
+        opts = self.options.timing
         for (kind, config), sets in zip(all_configs(task), inputs, strict=True):
-            request = {"op": "time", "libs": list(names.values()), "sets": sets,
-                       "reference": names[task.baseline], "outputs": output_checks(task),
-                       "pin": sets[0]["size"] > opts.pin_above_bytes, "warmup": opts.warmup,
-                       "min_trials": opts.min_trials, "max_trials": opts.max_trials, "budget_s": opts.budget_s,
-                       "target_rse": opts.target_rse, "flush_bytes": opts.flush_bytes}  # fmt: skip
+            pin = sets[0]["size"] > self.options.pin_above_bytes
+            request = time_request(opts, task, list(names.values()), sets, names[task.baseline], pin)
             reply = worker.request(request, opts.budget_s * 4 + 120)
             if isinstance(reply, Crash) or not reply.get("ok"):
                 record["error"] = f"{kind} {dict(config)}: {_failure(reply)}"

@@ -217,10 +217,7 @@ class CudaBackend:
         started = time.perf_counter()
         files = self.perf_inputs.sets(task, index, config, opts.input_sets)
         sets = [set_spec(task, config, f) for f in files]
-        request = {"op": "time", "libs": ["candidate", "baseline"], "sets": sets, "reference": "baseline",
-                   "outputs": output_checks(task), "pin": opts.pin_inputs, "warmup": opts.warmup,
-                   "min_trials": opts.min_trials, "max_trials": opts.max_trials, "budget_s": opts.budget_s,
-                   "target_rse": opts.target_rse, "flush_bytes": opts.flush_bytes}  # fmt: skip
+        request = time_request(opts, task, ["candidate", "baseline"], sets, "baseline", opts.pin_inputs)
         asked = time.perf_counter()
         reply = worker.request(request, opts.budget_s * 4 + 60)
         if isinstance(reply, Crash) or not reply.get("ok"):
@@ -258,6 +255,14 @@ class CudaBackend:
         if wall_clock_inconsistent(events_c, wall_c, overhead):
             return ["event times disagree with the wall clock"]
         return []
+
+
+def time_request(opts: TimingOptions, task: Task, libs: Sequence[str], sets: list[dict], reference: str,
+                 pin: bool) -> dict:  # fmt: skip
+    """The worker's ``time`` request: ``libs`` round robin on ``sets``, outputs checked against ``reference``."""
+    return {"op": "time", "libs": list(libs), "sets": sets, "reference": reference, "outputs": output_checks(task),
+            "pin": pin, "warmup": opts.warmup, "min_trials": opts.min_trials, "max_trials": opts.max_trials,
+            "budget_s": opts.budget_s, "target_rse": opts.target_rse, "flush_bytes": opts.flush_bytes}  # fmt: skip
 
 
 def output_checks(task: Task) -> list[dict]:
