@@ -150,35 +150,35 @@ class Worker:
         names = request["libs"]
         self.check(self.h.cph_flush_setup(ctypes.c_size_t(request["flush_bytes"]), self.err, 512))
         uploaded = time.perf_counter()
+        overruns: dict[str, list] = {}  # canaries are checked after every call, outside the timed span
         times: dict[str, list[float]] = {n: [] for n in names}
-        walls: dict[str, list[float]] = {n: [] for n in names}
         trial = 0
         for _ in range(request["warmup"]):
             for name in names:
                 self.timed(name, work, sets[0], request["sets"][0], flush=0)
+                self.charge_overruns(name, work[1], overruns)
         while True:
             order = names if trial % 2 == 0 else names[::-1]  # ABBA: drift hits all equally
             for name in order:
                 k = trial % len(sets)
-                ms, wall = self.timed(name, work, sets[k], request["sets"][k], flush=1 + trial % 200)
-                times[name].append(ms)
-                walls[name].append(wall)
+                times[name].append(self.timed(name, work, sets[k], request["sets"][k], flush=1 + trial % 200))
+                self.charge_overruns(name, work[1], overruns)
             trial += 1
             if trial >= request["max_trials"] or time.perf_counter() - uploaded > request["budget_s"]:
                 break
             if trial >= request["min_trials"] and all(_rse(times[n]) < request["target_rse"] for n in names):
                 break
         timed = time.perf_counter()
-        mismatches, overruns = self.check_outputs(request, work, sets)
+        mismatches, overruns = self.check_outputs(request, work, sets, overruns)
         phases = {"upload_s": uploaded - started, "trials_s": timed - uploaded, "check_s": time.perf_counter() - timed}
-        self.send(ok=True, times=times, walls=walls, mismatches=mismatches, overruns=overruns, phases=phases)
+        self.send(ok=True, times=times, mismatches=mismatches, overruns=overruns, phases=phases)
 
-    def check_outputs(self, request: dict, work, sets) -> tuple[dict, dict]:
+    def check_outputs(self, request: dict, work, sets, overruns: dict) -> tuple[dict, dict]:
         """Run the reference, then every other implementation, once more on each input set;
         compare their outputs on the device and check every canary.
 
         Returns ``{name: [{"set", "arg", "count", "first", "total"}...]}`` for outputs that differ and
-        ``{name: [arg...]}`` for broken canaries.
+        ``overruns`` (``{name: [arg...]}``, broken canaries) with these calls' added.
         """
         reference, outputs = request["reference"], request["outputs"]
         by_arg = {i: (dev, nbytes) for i, dev, _, nbytes in work[1]}
@@ -190,7 +190,6 @@ class Worker:
             expected.append(copy)
             self.scratch.append(copy)
         mismatches: dict[str, list] = {}
-        overruns: dict[str, list] = {}
         for k, spec in enumerate(request["sets"]):
             self.timed(reference, work, sets[k], spec, flush=1)
             for out, copy in zip(outputs, expected, strict=True):
@@ -200,9 +199,7 @@ class Worker:
                 if name == reference:
                     continue
                 self.timed(name, work, sets[k], spec, flush=1)
-                broken = self.broken_canaries(work[1])
-                if broken:
-                    overruns.setdefault(name, []).extend(a for a in broken if a not in overruns.get(name, []))
+                self.charge_overruns(name, work[1], overruns)
                 for out, copy in zip(outputs, expected, strict=True):
                     dev, nbytes = by_arg[out["arg"]]
                     count, first = ctypes.c_ulonglong(), ctypes.c_ulonglong()
@@ -215,6 +212,14 @@ class Worker:
                                                                 "first": first.value,
                                                                 "total": nbytes // out["elem_bytes"]})  # fmt: skip
         return mismatches, overruns
+
+    def charge_overruns(self, name: str, buffers, overruns: dict) -> None:
+        """Record the arguments whose canary ``name``'s last call wrote, and re-arm those canaries."""
+        for i in self.broken_canaries(buffers):
+            found = overruns.setdefault(name, [])
+            found += [] if i in found else [i]
+            _, dev, _, nbytes = next(b for b in buffers if b[0] == i)
+            self.check(self.h.cph_arm_canary(dev, ctypes.c_size_t(nbytes), ctypes.c_size_t(self.canary), self.err, 512))
 
     def broken_canaries(self, buffers) -> list:
         """Argument indices whose canary tail was written."""
@@ -243,12 +248,13 @@ class Worker:
             else:
                 self.check(self.h.cph_copy(dst, src, ctypes.c_size_t(nbytes), D2D, self.err, 512))
 
-    def timed(self, name, work, pristine, spec, flush):
+    def timed(self, name, work, pristine, spec, flush) -> float:
+        """Restore the work buffers, then one timed call of ``name``: its event time in ms."""
         self.restore(work, pristine, [a for a in spec["args"] if "ptr" in a])
         ms, wall = ctypes.c_float(), ctypes.c_double()
         fn = self.libs[name]
         self.check(self.h.cph_timed_call(fn, work[2], flush, ctypes.byref(ms), ctypes.byref(wall), self.err, 512))
-        return ms.value, wall.value
+        return ms.value
 
     def bandwidth(self, request: dict) -> None:
         gbps = ctypes.c_double()

@@ -94,6 +94,12 @@ int cph_alloc(size_t bytes, size_t canary_bytes, void** out, char* err, int err_
 
 int cph_free(void* p) { return (int)cudaFree(p); }
 
+// Refill the canary tail after bytes (so the next overrun is charged to the next call).
+int cph_arm_canary(void* p, size_t bytes, size_t canary_bytes, char* err, int err_len) {
+  if (canary_bytes) fill_canary<<<64, 256>>>((unsigned char*)p, bytes, bytes + canary_bytes);
+  return report(cudaDeviceSynchronize(), err, err_len);
+}
+
 int cph_copy(void* dst, const void* src, size_t bytes, int kind, char* err, int err_len) {
   return report(cudaMemcpy(dst, src, bytes, (cudaMemcpyKind)kind), err, err_len);
 }
