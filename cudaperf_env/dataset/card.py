@@ -63,7 +63,11 @@ def render_card(stats: Mapping[str, Any], report: Mapping[str, Any]) -> str:
         "## Candidates, duplicates and drops",
         "",
         f"- Candidates generated: {report['candidates']}; duplicates removed (same C reference after "
-        f"normalizing names and numeric literals): {report['duplicates']}; kept after verification: {report['kept']}.",
+        f"normalizing names and numeric literals, also inside `#define` lines): {report['duplicates']}; kept after "
+        f"verification: {report['kept']}.",
+        "- Each family enumerates its structural variants (operators, dtypes, layouts, boundary rules, masks, output "
+        "forms ...) in a spread order, so its first candidates differ in structure; constants and sizes are drawn "
+        "per candidate from the seed.",
         "- Verification: schema (`parse_task`), spread of the reference outputs on the first configuration "
         "(two input seeds), then every implementation through the real pipeline on the CPU backend "
         "(nvcc compile check, CUDA-on-CPU build, all shown and hidden configurations).",
@@ -87,7 +91,9 @@ def render_card(stats: Mapping[str, Any], report: Mapping[str, Any]) -> str:
         "",
         "The build is seeded and deterministic: the same seed, families and `--per-family` give a "
         "byte-identical `c2cuda.jsonl.gz` and `splits.json`. Compiler outputs are cached under "
-        "`~/.cache/cudaperf`, so a rebuild mostly re-runs the kernels.",
+        "`~/.cache/cudaperf`, so a rebuild mostly re-runs the kernels; from an empty cache every implementation is "
+        "compiled twice (the nvcc check and the CUDA-on-CPU build), which then dominates the build time. "
+        "`--families` and `--out` build a subset elsewhere (a quick check of one family, or warming the cache).",
         "",
     ]
     return "\n".join(lines)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from cudaperf_env.source.tokens import Token, tokenize
+from cudaperf_env.source.tokens import Token, directive_name, directive_tokens, tokenize
 
 # Kept verbatim: keywords and types change what is computed; other names are renamed by order of appearance.
 C_KEYWORDS = frozenset(
@@ -22,7 +22,9 @@ def normalized_reference(source: str, entry: str) -> str:
 
     Identifiers that are C keywords, or called functions other than the entry and
     helpers the source defines itself (``expf``, ``fmaxf`` ...), stay; every other
-    name becomes ``v<k>`` in order of first appearance, every number ``0``. Two
+    name becomes ``v<k>`` in order of first appearance, every number ``0``. The
+    bodies of ``#define`` lines are normalized the same way (a constant in a macro
+    is a literal too); other directives (``#include``) stay as written. Two
     references with the same normalized form compute the same thing up to names
     and constants.
 
@@ -33,7 +35,7 @@ def normalized_reference(source: str, entry: str) -> str:
     Returns:
         The normalized token stream, space separated.
     """
-    tokens = [t for t in tokenize(source) if t.kind != "comment"]
+    tokens = _code_and_defines(source)
     defined = {entry} | {t.text for i, t in enumerate(tokens[1:-1], 1) if _is_definition(tokens, i)}
     renames: dict[str, str] = {}
     out = []
@@ -49,6 +51,20 @@ def normalized_reference(source: str, entry: str) -> str:
         else:
             out.append(tok.text)
     return " ".join(out)
+
+
+def _code_and_defines(source: str) -> list[Token]:
+    """``source`` without comments, each ``#define`` line split into ``#define``, its tokens and a newline."""
+    out: list[Token] = []
+    for tok in tokenize(source):
+        if tok.kind == "comment":
+            continue
+        if tok.kind == "directive" and directive_name(tok) == "define":
+            inner = directive_tokens(source, tok)[1:]  # after the name "define"
+            out += [tok._replace(kind="punct", text="#define"), *inner, tok._replace(kind="punct", text="\n")]
+        else:
+            out.append(tok)
+    return out
 
 
 def _is_definition(tokens: list[Token], i: int) -> bool:

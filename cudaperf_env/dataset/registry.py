@@ -9,22 +9,29 @@ from typing import Any
 import numpy as np
 
 from cudaperf_env.dataset.families import (
+    alignment,
     argreduce,
+    attention,
+    banded,
     batched,
+    bucket_pass,
     bytes_ops,
     clustering,
     color,
     columnwise,
     compaction,
     convolution,
+    cross_entropy,
     elementwise,
     encoding,
     fractal,
     gather_scatter,
     geometry,
     graph,
+    hashing,
     histogram,
     image,
+    integral,
     kron,
     linalg,
     merge,
@@ -36,6 +43,7 @@ from cudaperf_env.dataset.families import (
     pooling,
     reduction,
     rowwise,
+    runs,
     scan,
     search,
     segmented,
@@ -47,6 +55,7 @@ from cudaperf_env.dataset.families import (
     stencil,
     transpose,
     triangular,
+    tridiagonal,
 )
 
 Generator = Callable[[np.random.Generator, int], dict[str, Any]]
@@ -92,7 +101,7 @@ FAMILIES: Mapping[str, Generator] = MappingProxyType(
         "topk_rows": selection.topk_rows,
         "segmented_reduce": segmented.segmented_reduce,
         "radix_histogram": encoding.radix_histogram,
-        "run_length": encoding.run_length,
+        "run_length": runs.run_length,
         "pde_step": simulation.pde_step,
         "life_step": simulation.life_step,
         "escape_time": fractal.escape_time,
@@ -105,9 +114,16 @@ FAMILIES: Mapping[str, Generator] = MappingProxyType(
         "col_reduce": columnwise.col_reduce,
         "col_normalize": columnwise.col_normalize,
         "small_solve": small_systems.small_solve,
-        "tridiag": small_systems.tridiag,
+        "tridiag": tridiagonal.tridiag,
         "kron": kron.kron,
         "sym_band": kron.sym_band,
+        "cross_entropy": cross_entropy.cross_entropy,
+        "band_matvec": banded.band_matvec,
+        "integral_image": integral.integral_image,
+        "bucket_pass": bucket_pass.bucket_pass,
+        "row_hash": hashing.row_hash,
+        "edit_distance": alignment.edit_distance,
+        "attention": attention.attention,
     }
 )
 

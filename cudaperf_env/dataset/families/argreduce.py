@@ -1,4 +1,4 @@
-"""Arg-reductions: the index of the largest or smallest g(x[i]) (first index on ties)."""
+"""Arg-reductions: the index (and value) of the largest or smallest g(x[i]), first or last index on ties."""
 
 from __future__ import annotations
 
@@ -6,17 +6,25 @@ from typing import Any
 
 import numpy as np
 
-from cudaperf_env.dataset.families.common import CTYPE, buffer, fill, impl, pick, scalar, task
-from cudaperf_env.dataset.families.elementwise import to_double
+from cudaperf_env.dataset.families.common import CTYPE, buffer, fill, grid, impl, nth, scalar, task
+from cudaperf_env.dataset.families.operators import to_double
 
-FLOAT_KEYS = ("a", "fabsf(a)", "-fabsf(a - 0.5f)", "sinf(3.0f * a)", "a * a - 2.0f * a", "a * expf(-a * a)")
-INT_KEYS = ("a", "a % 97", "(a * 7) ^ 1234", "-(a > 500000 ? a - 500000 : 500000 - a)", "(a >> 4) & 4095")
+FLOAT_KEYS = ("a", "fabsf(a)", "-fabsf(a - 0.5f)", "sinf(3.0f * a)", "a * a - 2.0f * a", "a * expf(-a * a)",
+              "cosf(2.0f * a) * a", "tanhf(a) - 0.3f * a", "a * a * a - a", "fminf(a, 1.5f)", "1.0f / (1.0f + a * a)",
+              "fabsf(a) * (a > 0.0f ? 1.0f : 0.5f)")  # fmt: skip
+INT_KEYS = ("a", "a % 97", "(a * 7) ^ 1234", "-(a > 500000 ? a - 500000 : 500000 - a)", "(a >> 4) & 4095",
+            "a & 0xffff", "(a ^ (a >> 7)) % 1000", "a / 1000", "(a * 13) % 65537", "a > 700000 ? 0 : a")  # fmt: skip
+_KEYS = [("float32", k) for k in range(len(FLOAT_KEYS))] + [("float64", k) for k in range(len(FLOAT_KEYS))] + \
+    [("int32", k) for k in range(len(INT_KEYS))]  # fmt: skip
+# (key, extreme, ties to the first or the last index, also output the extreme value)
+STRUCTURES = [(d, k, op, tie, value) for (d, k), op, tie, value in grid(_KEYS, ("max", "min"), ("first", "last"),
+                                                                         (False, True))]  # fmt: skip
 
 
 def argreduce(rng: np.random.Generator, variant: int) -> dict[str, Any]:
-    """out[0] = the first i with the largest (or smallest) g(x[i])."""
-    dtype, op = pick(rng, ("float32", "float64", "int32")), pick(rng, ("max", "min"))
-    key = pick(rng, INT_KEYS if dtype == "int32" else FLOAT_KEYS)
+    """out[0] = the first (or last) i with the largest (or smallest) g(x[i]); optionally best[0] = that value."""
+    dtype, index, op, tie, value = nth(variant, STRUCTURES)
+    key = INT_KEYS[index] if dtype == "int32" else FLOAT_KEYS[index]
     if dtype == "float64":
         key = to_double(key)
     t = CTYPE[dtype]
@@ -24,7 +32,10 @@ def argreduce(rng: np.random.Generator, variant: int) -> dict[str, Any]:
     int_init = {"dist": "randint", "low": 0, "high": 1000000}
     init = int_init if dtype == "int32" else {"dist": "normal", "mean": 0, "std": 1}
     args = [scalar("n", "int32", "N"), buffer("x", "in", dtype, ["N"], init), buffer("out", "out", "int32", [1])]
-    sig = f"int n, const {t}* x, int* out"
+    if value:
+        args.append(buffer("val", "out", dtype, [1]))
+    sig = f"int n, const {t}* x, int* out{f', {t}* val' if value else ''}"
+    tie_cmp = "<" if tie == "first" else ">"
     reference = fill(
         """#include <math.h>
 static $T key($T a) { return $key; }
@@ -33,30 +44,33 @@ void argreduce($sig) {
   $T best_v = key(x[0]);
   for (int i = 1; i < n; ++i) {
     $T v = key(x[i]);
-    if (v $cmp best_v) { best_v = v; best = i; }
+    if (v $cmp$eq best_v) { best_v = v; best = i; }
   }
-  out[0] = best;
+  out[0] = best;$store_ref
 }""",
-        T=t, key=key, sig=sig, cmp=cmp,
+        T=t, key=key, sig=sig, cmp=cmp, eq="" if tie == "first" else "=",
+        store_ref="\n  val[0] = best_v;" if value else "",
     )
     head = fill(
         """#include <math.h>
 constexpr int THREADS = 256;
 __device__ __forceinline__ $T key($T a) { return $key; }
-// (v, i) beats (bv, bi) when strictly better, or equal with a smaller index.
-__device__ __forceinline__ bool better($T v, int i, $T bv, int bi) { return v $cmp bv || (v == bv && i < bi); }
+// (v, i) beats (bv, bi) when strictly better, or equal with a $which index.
+__device__ __forceinline__ bool better($T v, int i, $T bv, int bi) { return v $cmp bv || (v == bv && i $tie bi); }
 """,
-        T=t, key=key, cmp=cmp,
+        T=t, key=key, cmp=cmp, tie=tie_cmp, which="smaller" if tie == "first" else "larger",
     )
-    kw = {"T": t, "sig": sig}
+    kw = {"T": t, "sig": sig, "val": f", {t}* val" if value else "", "val_arg": ", val" if value else "",
+          "store": "out[0] = si[0];" + (" val[0] = sv[0];" if value else "")}
     impls = [
         impl("naive", ["tree-reduction", "shared-memory", "two-pass"], head + fill(_NAIVE, **kw)),
         impl("grid_shuffle", ["grid-stride", "warp-shuffle", "two-pass"], head + fill(_SHUFFLE, **kw)),
         impl("unroll4", ["multi-element-per-thread", "loop-unrolling", "shared-memory"], head + fill(_UNROLL, **kw)),
     ]
     description = (
-        f"Arg-{op} of n {dtype} values: out[0] = the smallest index i at which g(x[i]) is the "
-        f"{'largest' if op == 'max' else 'smallest'}, with g(a) = {key}."
+        f"Arg-{op} of n {dtype} values: out[0] = the {'smallest' if tie == 'first' else 'largest'} index i at which "
+        f"g(x[i]) is the {'largest' if op == 'max' else 'smallest'}, with g(a) = {key}"
+        + ("; val[0] = that extreme value of g." if value else ".")
     )
     return task(
         name="argreduce", family="argreduce", description=description, entry="argreduce", args=args,
@@ -66,8 +80,8 @@ __device__ __forceinline__ bool better($T v, int i, $T bv, int bi) { return v $c
 
 
 _FINISH = """
-// One block combines the per-block winners; ties go to the smaller index.
-__global__ void finish(int m, const $T* pv, const int* pi, int* out) {
+// One block combines the per-block winners (better() breaks ties).
+__global__ void finish(int m, const $T* pv, const int* pi, int* out$val) {
   __shared__ $T sv[THREADS];
   __shared__ int si[THREADS];
   $T v = pv[0];
@@ -84,7 +98,7 @@ __global__ void finish(int m, const $T* pv, const int* pi, int* out) {
     }
     __syncthreads();
   }
-  if (threadIdx.x == 0) out[0] = si[0];
+  if (threadIdx.x == 0) { $store }
 }
 """
 _LAUNCH = """
@@ -95,7 +109,7 @@ extern "C" void argreduce($sig) {
   cudaMalloc(&pv, blocks * sizeof($T));
   cudaMalloc(&pi, blocks * sizeof(int));
   partials<<<blocks, THREADS>>>(n, x, pv, pi);
-  finish<<<1, THREADS>>>(blocks, pv, pi, out);
+  finish<<<1, THREADS>>>(blocks, pv, pi, out$val_arg);
   cudaFree(pv);
   cudaFree(pi);
 }

@@ -6,10 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from cudaperf_env.dataset.families.common import CTYPE, buffer, fill, impl, lit, pick, scalar, task
-from cudaperf_env.dataset.families.elementwise import to_double
+from cudaperf_env.dataset.families.common import CTYPE, buffer, fill, grid, impl, lit, nth, pick, scalar, task
+from cudaperf_env.dataset.families.operators import FLOAT_EPILOGUES, float_epilogue
 
-EPILOGUES = ("$a * acc", "fmaxf($a * acc, 0.0f)", "tanhf(acc)", "acc / (1.0f + fabsf(acc))", "$a * acc * acc")
 # (symbols present, per-kind configs): bmm has m x n outputs per item, bmv m x 1, bdot 1 x 1.
 KINDS: dict[str, tuple[str, list[dict[str, int]], list[dict[str, int]], list[dict[str, int]]]] = {
     "bmm": ("MNK", [{"B": 7, "M": 3, "N": 5, "K": 4}, {"B": 1001, "M": 8, "N": 8, "K": 8},
@@ -20,18 +19,19 @@ KINDS: dict[str, tuple[str, list[dict[str, int]], list[dict[str, int]], list[dic
     "bdot": ("K", [{"B": 9, "K": 5}, {"B": 10001, "K": 16}, {"B": 2049, "K": 257}], [{"B": 3001, "K": 33}],
              [{"B": 1 << 20, "K": 64}, {"B": 65537, "K": 1024}]),
 }  # fmt: skip
-_TOL = {"float32": {"rtol": 1.0e-4, "atol": 1.0e-4}, "float64": {"rtol": 1.0e-10, "atol": 1.0e-10}}
+STRUCTURES = grid(("float32", "float64"), (False, True), ("plain", "trans", "broadcast"), range(len(FLOAT_EPILOGUES)))
+_TOL = {"float32": {"rtol": 1.0e-3, "atol": 1.0e-4}, "float64": {"rtol": 1.0e-10, "atol": 1.0e-10}}
 
 
 def batched(rng: np.random.Generator, variant: int) -> dict[str, Any]:
     """c[b][i][j] = epilogue(sum_kk A_b[i][kk] * B_b[kk][j]) for a batch of small operands (bmm, bmv or bdot)."""
-    kind, dtype = pick(rng, sorted(KINDS)), pick(rng, ("float32", "float64"))
+    dtype, a_trans, b_form, index = nth(variant, STRUCTURES)
+    # bmv has no transposed b (n = 1), bdot neither nor a transposed a (m = 1).
+    kind = "bmm" if b_form == "trans" else pick(rng, ("bmm", "bmv") if a_trans else sorted(KINDS))
     syms, configs, hidden, perf = KINDS[kind]
     t = CTYPE[dtype]
-    a_trans = kind != "bdot" and bool(rng.integers(0, 2))
-    b_form = pick(rng, ("plain", "trans", "broadcast") if kind == "bmm" else ("plain", "broadcast"))
-    epi = fill(pick(rng, EPILOGUES), a=lit(float(rng.uniform(0.5, 2.0)), "float32"))
-    epi = to_double(epi) if dtype == "float64" else epi
+    alpha = lit(float(rng.uniform(0.5, 2.0)), dtype)
+    epi = float_epilogue(index, dtype, float(rng.uniform(0.5, 2.0)), var=f"({alpha} * acc)")
     a_at = "a[((long)bb * kdim + kk) * m + i]" if a_trans else "a[((long)bb * m + i) * kdim + kk]"
     b_at = {"plain": "b[((long)bb * kdim + kk) * n + j]", "trans": "b[((long)bb * n + j) * kdim + kk]",
             "broadcast": "b[(long)kk * n + j]"}[b_form]  # fmt: skip

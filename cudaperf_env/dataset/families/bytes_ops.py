@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from cudaperf_env.dataset.families.common import buffer, fill, impl, pick, scalar, task
+from cudaperf_env.dataset.families.common import buffer, fill, grid, impl, nth, pick, scalar, task
 
 _TEXT = {"dist": "randint", "low": 32, "high": 127}
 _BYTES = {"dist": "randint", "low": 0, "high": 256}
@@ -28,19 +28,25 @@ TRANSFORMS = {
     "bit_reverse": ("int r = 0;\n  for (int b = 0; b < 8; ++b) r |= ((c >> b) & 1) << (7 - b);\n  return r;", "",
                     _BYTES),
     "digit_rot": ("if (c >= '0' && c <= '9') return '0' + (c - '0' + S) % 10;\n  return c;", "", _TEXT),
+    "atbash": (f"if {_UP} return 'Z' - (c - 'A');\n  if {_LO} return 'z' - (c - 'a');\n  return c;", "", _TEXT),
+    "gray_code": ("return c ^ (c >> 1);", "", _BYTES),
+    "saturating_add": ("return c + S > 255 ? 255 : c + S;", "", _BYTES),
 }  # fmt: skip
 
 
-# A final step applied to the transformed byte r: none, a fixed mask, a position salt, the complement.
-POSTS = ("r", "r ^ 90", "(r + i) & 255", "255 - r")
+# A final step applied to the transformed byte r: none, a fixed mask, position salts, the complement, a rotation.
+POSTS = ("r", "r ^ 90", "(r + i) & 255", "255 - r", "(r ^ i) & 255", "((r << 1) | (r >> 7)) & 255",
+         "r < 128 ? r : 255 - r", "(r * 3) & 255")
+TRANSFORM_STRUCTURES = grid(sorted(TRANSFORMS), POSTS)
 
 
 def byte_transform(rng: np.random.Generator, variant: int) -> dict[str, Any]:
     """y[i] = f(x[i], i) for a byte cipher / case map / lookup table f."""
-    name, post = pick(rng, sorted(TRANSFORMS)), pick(rng, POSTS)
+    name, post = nth(variant, TRANSFORM_STRUCTURES)
     body, extra, init = TRANSFORMS[name]
     consts = {"S": int(rng.integers(1, 26)), "A": int(pick(rng, (3, 5, 7, 11, 13, 29)))}
     body = body.replace("S)", f"{consts['S'] % 10 if name == 'digit_rot' else consts['S']})")
+    body = body.replace("+ S ", f"+ {consts['S']} ").replace("+ S;", f"+ {consts['S']};")
     body = body.replace("c * A", f"c * {consts['A']}")
     args = [scalar("n", "int32", "N"), buffer("x", "in", "uint8", ["N"], init)]
     if extra == "key":
@@ -158,16 +164,30 @@ COUNTS = {
               "count[0] = number of words (maximal runs of bytes > 32)"),
     "rising": (0, "return (i > 0 && x[i] > x[i - 1]) ? 0 : -1;", _BYTES,
                "count[0] = number of i >= 1 with x[i] > x[i-1]"),
+    "low_nibble": (16, "return x[i] & 15;", _BYTES, "hist[b] = number of i with (x[i] & 15) == b"),
+    "mod7": (7, "return x[i] % 7;", _BYTES, "hist[b] = number of i with x[i] % 7 == b"),
+    "popcount": (9, "int c = x[i], p = 0;\n  while (c) {\n    p += c & 1;\n    c >>= 1;\n  }\n  return p;", _BYTES,
+                 "hist[b] = number of i whose byte has b bits set"),
+    "trigram": (64, "return i < 2 ? -1 : (x[i - 2] & 3) * 16 + (x[i - 1] & 3) * 4 + (x[i] & 3);", _BYTES,
+                "hist[16 * p + 4 * q + r] = number of i >= 2 with low 2-bit fields (p, q, r) of x[i-2], x[i-1], x[i]"),
+    "equal_pairs": (0, "return (i > 0 && x[i] == x[i - 1]) ? 0 : -1;", {"dist": "randint", "low": 0, "high": 4},
+                    "count[0] = number of i >= 1 with x[i] == x[i-1]"),
+    "echo2": (0, "return (i > 1 && x[i] == x[i - 2] && x[i] != x[i - 1]) ? 0 : -1;",
+              {"dist": "randint", "low": 0, "high": 4},
+              "count[0] = number of i >= 2 with x[i] == x[i-2] != x[i-1] (an a-b-a pattern)"),
+    "letter_case": (3, "int c = x[i];\n  if (c >= 'A' && c <= 'Z') return 0;\n  if (c >= 'a' && c <= 'z') return 1;\n"
+                    "  return 2;", _TEXT, "hist = counts of upper-case letters, lower-case letters, other bytes"),
 }  # fmt: skip
 
 
-# Positions that count at all: every one, even ones, non-space bytes, two of every three.
-MASKS = ("", "(i & 1) == 0", "x[i] != 32", "i % 3 != 2")
+# Positions that count at all: every one, even ones, non-space bytes, two of every three, every fourth, even bytes.
+MASKS = ("", "(i & 1) == 0", "x[i] != 32", "i % 3 != 2", "i % 4 == 0", "(x[i] & 1) == 0")
+COUNT_STRUCTURES = grid(sorted(COUNTS), MASKS)
 
 
 def byte_count(rng: np.random.Generator, variant: int) -> dict[str, Any]:
     """Counts over bytes: a histogram of a bin function, or one count of positions matching a pattern."""
-    name, mask = pick(rng, sorted(COUNTS)), pick(rng, MASKS)
+    name, mask = nth(variant, COUNT_STRUCTURES)
     bins, body, init, what = COUNTS[name]
     if mask:
         body = f"if (!({mask})) return -1;\n  {body}"

@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from cudaperf_env.dataset.families.common import CTYPE, buffer, fill, impl, pick, scalar, task
+from cudaperf_env.dataset.families.common import CTYPE, buffer, fill, grid, impl, lit, nth, pick, scalar, task
+from cudaperf_env.dataset.families.operators import FLOAT_POSTS, U8_POSTS
 
 _TOL = {"rtol": 1.0e-4, "atol": 1.0e-5}
 # name -> (input channels, output channels, uint8 body, float body); bodies read a, b, e and write o0..o2.
@@ -46,6 +47,10 @@ CONVERSIONS: dict[str, tuple[int, int, str | None, str]] = {
 }
 
 
+COLOR_STRUCTURES = [(n, d, lay, k) for n, d, lay, k in grid(sorted(CONVERSIONS), ("uint8", "float32"),
+                    ("interleaved", "planar"), range(6)) if d == "float32" or CONVERSIONS[n][2] is not None]
+
+
 def _io(layout: str, ch: int, base: str, i: int) -> str:
     """The flat index of channel ``i`` of pixel ``base`` in a ``ch``-channel image of ``npix`` pixels."""
     if ch == 1:
@@ -54,28 +59,32 @@ def _io(layout: str, ch: int, base: str, i: int) -> str:
 
 
 def color_convert(rng: np.random.Generator, variant: int) -> dict[str, Any]:
-    """out = conversion(in) per pixel of an h x w image, interleaved or planar channels, uint8 or float32."""
-    name = pick(rng, sorted(CONVERSIONS))
+    """out = post(conversion(in)) per pixel of an h x w image, interleaved or planar channels, uint8 or float32."""
+    name, dtype, layout, post_index = nth(variant, COLOR_STRUCTURES)
     cin, cout, body_u8, body_f = CONVERSIONS[name]
-    dtype = "float32" if body_u8 is None else pick(rng, ("uint8", "float32"))
-    layout = pick(rng, ("interleaved", "planar"))
     t = CTYPE[dtype]
     u8 = dtype == "uint8"
     body = body_u8 if u8 and body_u8 is not None else body_f
     loads = " ".join(f"{w} = in[{_io(layout, cin, 'p', i)}];" for i, w in enumerate("abe"))
-    stores = " ".join(f"out[{_io(layout, cout, 'p', i)}] = ({t})o{i};" for i in range(cout))
+    stores = " ".join(f"out[{_io(layout, cout, 'p', i)}] = ({t})post(o{i});" for i in range(cout))
     vt = "int" if u8 else "float"
     outs = ", ".join(f"o{i} = 0" for i in range(cout))
+    if u8:
+        post = fill(U8_POSTS[post_index], k=int(rng.integers(20, 200)), m=int(rng.integers(128, 400)))
+    else:
+        post = fill(FLOAT_POSTS[post_index], c=lit(float(rng.uniform(1.1, 2.0)), "float32"))
+    post_fn = f"{vt} post({vt} v) {{ return {post}; }}\n"
     sat = "static inline int sat(int v) { return v < 0 ? 0 : (v > 255 ? 255 : v); }\n" if u8 else ""
     kw = {"T": t, "V": vt, "loads": loads, "stores": stores, "body": body, "outs": outs}
     pixel = fill("void pixel(long npix, long p, const $T* in, $T* out) {\n  $V a, b, e, $outs;\n  $loads\n"
                  "  {\n    $body\n  }\n  $stores\n}", **kw)  # fmt: skip
-    reference = "#include <math.h>\n" + sat + "static " + pixel + \
+    reference = "#include <math.h>\n" + sat + "static " + post_fn + "static " + pixel + \
         "\nvoid convert(int h, int w, const " + t + "* in, " + t + "* out) {\n" \
         "  long npix = (long)h * w;\n  for (long p = 0; p < npix; ++p) pixel(npix, p, in, out);\n}"
     head = f"#include <math.h>\ntypedef {t} T;\n"
     if u8:
         head += "__device__ __forceinline__ int sat(int v) { return min(max(v, 0), 255); }\n"
+    head += "__device__ __forceinline__ " + post_fn
     head += "__device__ __forceinline__ " + pixel.replace(f"const {t}* in, {t}* out", "const T* in, T* out") + "\n"
     impls = [
         impl("naive", ["thread-per-element"], head + _C_NAIVE),
@@ -93,7 +102,8 @@ def color_convert(rng: np.random.Generator, variant: int) -> dict[str, Any]:
         name=f"color_{name}", family="color_convert", entry="convert", args=args,
         description=f"{name.replace('_', ' ')} conversion of an h x w {dtype} image with {layout} channels "
         f"({'h x w x c' if layout == 'interleaved' else 'c x h x w'}): per pixel, with a, b, e its input channels "
-        f"0, 1, 2 {'(as int)' if u8 else ''}, compute {' '.join(body.split())} and store o0..o{cout - 1} "
+        f"0, 1, 2 {'(as int)' if u8 else ''}, compute {' '.join(body.split())} and store post(o0)..post(o{cout - 1}) "
+        f"with post(v) = {post} "
         f"{'(int arithmetic, >> is an arithmetic shift, sat() clamps to [0, 255])' if u8 else ''}.",
         configs=[{"H": 64, "W": 64}, {"H": 127, "W": 93}, {"H": 256, "W": 300}], hidden=[{"H": 101, "W": 77}],
         perf=[{"H": 4096, "W": 4096}], reference=reference, implementations=impls,
@@ -145,10 +155,21 @@ SCALES = {
 }
 
 
+# Source coordinates: pixel centers ((2x + 1) * in - out) / (2 * out), or corners aligned (x * (in - 1) / (out - 1)).
+_COORDS = {
+    "center": "  long num = (2L * x + 1) * in_n - out_n;\n  if (num < 0) num = 0;\n"
+              "  *i0 = (int)(num / (2L * out_n));\n  *f = (int)(((num % (2L * out_n)) << 8) / (2L * out_n));\n",
+    "corner": "  long num = (long)x * (in_n - 1);\n"
+              "  *i0 = (int)(num / (out_n - 1));\n  *f = (int)(((num % (out_n - 1)) << 8) / (out_n - 1));\n",
+}  # fmt: skip
+RESIZE_STRUCTURES = grid(("nearest", "nearest_corner", "bilinear", "bilinear_corner"), ("uint8", "float32"),
+                         ("gray", "interleaved", "planar"), range(len(U8_POSTS)))  # fmt: skip
+
+
 def resize(rng: np.random.Generator, variant: int) -> dict[str, Any]:
-    """out = in resampled from ih x iw to oh x ow (nearest or bilinear, pixel-center aligned), uint8 or float32."""
-    mode, dtype = pick(rng, ("nearest", "nearest_corner", "bilinear")), pick(rng, ("uint8", "float32"))
-    layout, scale = pick(rng, ("gray", "interleaved", "planar")), pick(rng, sorted(SCALES))
+    """out = post(in resampled from ih x iw to oh x ow), nearest or bilinear, pixel centers or corners aligned."""
+    mode, dtype, layout, post_index = nth(variant, RESIZE_STRUCTURES)
+    scale = pick(rng, sorted(SCALES))
     nc = 1 if layout == "gray" else 3
     pix, outx = {
         "gray": ("in[(long)(y) * iw + (x)]", "out[(long)(r) * ow + (q)]"),
@@ -156,11 +177,17 @@ def resize(rng: np.random.Generator, variant: int) -> dict[str, Any]:
         "planar": ("in[((long)ch * ih + (y)) * iw + (x)]", "out[((long)(ch) * oh + (r)) * ow + (q)]"),
     }[layout]
     t, u8 = CTYPE[dtype], dtype == "uint8"
-    coord = "void coord(int x, int in_n, int out_n, int* i0, int* i1, int* f) {\n" \
-            "  long num = (2L * x + 1) * in_n - out_n;\n  if (num < 0) num = 0;\n" \
-            "  *i0 = (int)(num / (2L * out_n));\n  *f = (int)(((num % (2L * out_n)) << 8) / (2L * out_n));\n" \
-            "  *i1 = *i0 + 1 < in_n ? *i0 + 1 : in_n - 1;\n}\n"  # fmt: skip
-    if mode == "bilinear":
+    coord = ("void coord(int x, int in_n, int out_n, int* i0, int* i1, int* f) {\n"
+             + _COORDS["corner" if mode == "bilinear_corner" else "center"]
+             + "  *i1 = *i0 + 1 < in_n ? *i0 + 1 : in_n - 1;\n}\n")
+    if u8:
+        post = fill(U8_POSTS[post_index], k=int(rng.integers(20, 200)), m=int(rng.integers(128, 400)))
+        post_fn = f"{t} post(int v) {{ return ({t})({post}); }}"
+    else:
+        post = fill(FLOAT_POSTS[post_index], c=lit(float(rng.uniform(1.1, 2.0)), "float32"))
+        post_fn = f"{t} post({t} v) {{ return {post}; }}"
+    sat = "int sat(int v) { return v < 0 ? 0 : (v > 255 ? 255 : v); }\n"
+    if mode.startswith("bilinear"):
         if u8:
             value = "(((256 - fy) * ((256 - fx) * P(y0, x0) + fx * P(y0, x1)) + fy * ((256 - fx) * P(y1, x0) " \
                     "+ fx * P(y1, x1)) + 32768) >> 16)"
@@ -178,13 +205,14 @@ def resize(rng: np.random.Generator, variant: int) -> dict[str, Any]:
     fn = fill("$T sample(int ih, int iw, int oh, int ow, const $T* in, int r, int q, int ch) {\n"
               "#define P(y, x) $pix\n  $s\n#undef P\n}", T=t, s=sample, pix=pix)  # fmt: skip
     sig = f"int ih, int iw, int oh, int ow, const {t}* in, {t}* out"
-    reference = f"#define NC {nc}\n#define OUT(r, q, ch) {outx}\nstatic {coord}static {fn}\nvoid resize({sig}) {{\n" \
+    reference = f"#include <math.h>\n#define NC {nc}\n#define OUT(r, q, ch) {outx}\nstatic {coord}static {fn}\n" \
+                f"static {sat}static {post_fn}\nvoid resize({sig}) {{\n" \
                 "  for (int r = 0; r < oh; ++r)\n    for (int q = 0; q < ow; ++q)\n" \
                 "      for (int ch = 0; ch < NC; ++ch)\n" \
-                "        OUT(r, q, ch) = sample(ih, iw, oh, ow, in, r, q, ch);\n}"  # fmt: skip
-    head = f"typedef {t} T;\nconstexpr int NC = {nc};\n#define OUT(r, q, ch) {outx}\n" \
+                "        OUT(r, q, ch) = post(sample(ih, iw, oh, ow, in, r, q, ch));\n}"  # fmt: skip
+    head = f"#include <math.h>\ntypedef {t} T;\nconstexpr int NC = {nc};\n#define OUT(r, q, ch) {outx}\n" \
            f"__device__ __forceinline__ {coord}" \
-           f"__device__ __forceinline__ {fn}\n"
+           f"__device__ __forceinline__ {fn}\n__device__ __forceinline__ {sat}__device__ __forceinline__ {post_fn}\n"
     impls = [
         impl("naive", ["thread-per-element", "2d-grid"], head + _R_NAIVE),
         impl("channel_loop_rows", ["multi-element-per-thread", "coalesced"], head + _R_ROWS),
@@ -203,9 +231,11 @@ def resize(rng: np.random.Generator, variant: int) -> dict[str, Any]:
     return task(
         name=f"resize_{mode}", family="resize", entry="resize", args=args,
         description=f"{mode.replace('_', ' ')} resize of a row-major ih x iw {dtype} image ({layout}: "
-        f"{' x '.join(str(v).lower() for v in px[0])}) to oh x ow: output pixel (r, q), channel ch = "
-        f"{' '.join(sample.split())} where P(y, x) is input "
-        f"pixel (y, x) of channel ch{_COORD if mode == 'bilinear' else ''}, indices in integer arithmetic.",
+        f"{' x '.join(str(v).lower() for v in px[0])}) to oh x ow: output pixel (r, q), channel ch = post(s) with "
+        f"post(v) = {post}{' (in int, sat() clamps to [0, 255])' if u8 else ''} and s = "
+        f"{' '.join(sample.split())} where P(y, x) is input pixel (y, x) of channel ch"
+        f"{(_COORD_CORNER if mode == 'bilinear_corner' else _COORD) if mode.startswith('bilinear') else ''}, "
+        f"indices in integer arithmetic.",
         configs=[cfg(c) for c in shown], hidden=[cfg(hid)], perf=[cfg(big)], reference=reference,
         implementations=impls, tolerance=None if u8 else _TOL,
     )
@@ -218,11 +248,13 @@ _SHAPES: dict[str, tuple[list[str | int], list[str | int]]] = {
 }
 _COORD = (" and coord() maps an output coordinate x to source indices i0, i1 = min(i0 + 1, n - 1) and a "
           "fraction f in 1/256 units of the pixel-center position ((2x + 1) * in - out) / (2 * out), clamped at 0")
+_COORD_CORNER = (" and coord() maps an output coordinate x to source indices i0, i1 = min(i0 + 1, n - 1) and a "
+                 "fraction f in 1/256 units of the corner-aligned position x * (in - 1) / (out - 1)")
 _R_NAIVE = """
 __global__ void resize_kernel(int ih, int iw, int oh, int ow, const T* in, T* out) {
   int q = blockIdx.x * blockDim.x + threadIdx.x, r = blockIdx.y * blockDim.y + threadIdx.y;
   if (r >= oh || q >= ow) return;
-  for (int ch = 0; ch < NC; ++ch) OUT(r, q, ch) = sample(ih, iw, oh, ow, in, r, q, ch);
+  for (int ch = 0; ch < NC; ++ch) OUT(r, q, ch) = post(sample(ih, iw, oh, ow, in, r, q, ch));
 }
 extern "C" void resize(int ih, int iw, int oh, int ow, const T* in, T* out) {
   dim3 block(16, 16), grid((ow + 15) / 16, (oh + 15) / 16);
@@ -234,7 +266,7 @@ _R_ROWS = """
 __global__ void resize_rows(int ih, int iw, int oh, int ow, const T* in, T* out) {
   int r = blockIdx.y;
   for (int e = blockIdx.x * blockDim.x + threadIdx.x; e < ow * NC; e += gridDim.x * blockDim.x)
-    OUT(r, e / NC, e % NC) = sample(ih, iw, oh, ow, in, r, e / NC, e % NC);
+    OUT(r, e / NC, e % NC) = post(sample(ih, iw, oh, ow, in, r, e / NC, e % NC));
 }
 extern "C" void resize(int ih, int iw, int oh, int ow, const T* in, T* out) {
   int per_row = (ow * NC + 127) / 128;
@@ -248,7 +280,7 @@ __global__ void resize_flat(int ih, int iw, int oh, int ow, const T* in, T* out)
   for (long e = blockIdx.x * (long)blockDim.x + threadIdx.x; e < total; e += (long)gridDim.x * blockDim.x) {
     long p = e / NC;
     int r = (int)(p / ow), q = (int)(p % ow), ch = (int)(e % NC);
-    OUT(r, q, ch) = sample(ih, iw, oh, ow, in, r, q, ch);
+    OUT(r, q, ch) = post(sample(ih, iw, oh, ow, in, r, q, ch));
   }
 }
 extern "C" void resize(int ih, int iw, int oh, int ow, const T* in, T* out) {

@@ -1,4 +1,10 @@
-"""Column-wise reductions and normalizations of row-major matrices: the coalesced column access pattern."""
+"""Column-wise reductions and normalizations of row-major matrices: the coalesced column access pattern.
+
+Both families reduce every column to its statistics (a combined map f(v), the sum of squares and the sum)
+in one of three ways, shared as device helpers: a thread walks its column, a block strip of row groups
+reduces through shared memory, or a warp strides the column and shuffles. A reduction then stores
+epilogue(finish(stats)); a normalization maps every element with the column's statistics.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from cudaperf_env.dataset.families.common import CTYPE, buffer, fill, impl, lit, pick, scalar, task
-from cudaperf_env.dataset.families.elementwise import to_double
+from cudaperf_env.dataset.families.common import CTYPE, buffer, fill, grid, impl, nth, scalar, task
+from cudaperf_env.dataset.families.operators import FLOAT_EPILOGUES, float_epilogue, spell
 
 # op -> (mapped value f(v), combine of a and b, identity, finalize of (acc, acc2, m)); acc2 = sum of v * v.
 OPS: dict[str, tuple[str, str, str, str]] = {
@@ -29,16 +35,15 @@ NORMS: dict[str, tuple[str, str]] = {
     "l2_normalize": ("l2norm", "v / fmaxf(stat, 1e-6f)"),
     "sub_max": ("max", "expf(v - stat)"),
 }
+_EPILOGUES = range(len(FLOAT_EPILOGUES))
+REDUCE_STRUCTURES = grid(sorted(OPS), ("float32", "float64"), _EPILOGUES)
+NORMALIZE_STRUCTURES = grid(sorted(NORMS), ("float32", "float64"), _EPILOGUES)
 _TOL = {"float32": {"rtol": 1.0e-3, "atol": 1.0e-4}, "float64": {"rtol": 1.0e-9, "atol": 1.0e-10}}
 CONFIGS = [{"M": 64, "N": 32}, {"M": 257, "N": 129}, {"M": 1023, "N": 301}]
 
 
-def _spell(dtype: str, text: str) -> str:
-    return to_double(text) if dtype == "float64" else text
-
-
 def _parts(dtype: str, op: str) -> dict[str, str]:
-    f, comb, ident, fin = (_spell(dtype, s) for s in OPS[op])
+    f, comb, ident, fin = (spell(s, dtype) for s in OPS[op])
     return {"f": f, "comb": comb, "ident": ident, "fin": fin, "T": CTYPE[dtype]}
 
 
@@ -48,18 +53,89 @@ def _head(kw: dict[str, str], device: bool) -> str:
 $q $T fmap($T v) { return $f; }
 $q $T combine($T a, $T b) { return $comb; }
 $q $T finish($T acc, $T acc2, int m) { return $fin; }
-""", q=q, **kw)  # fmt: skip
+$q $T epilogue($T v) { return $epi; }
+""", q=q, **kw) + (fill(_STATS, **kw) if device else "")  # fmt: skip
+
+
+# The statistics of a column and the three ways of reducing one (thread, block strip, warp).
+_STATS = """
+struct Stats { $T acc, acc2, sum; };
+__device__ __forceinline__ Stats stats_start() { return Stats{$ident, 0, 0}; }
+__device__ __forceinline__ void stats_add(Stats& s, $T v) {
+  s.acc = combine(s.acc, fmap(v));
+  s.acc2 += v * v;
+  s.sum += v;
+}
+__device__ __forceinline__ void stats_merge(Stats& s, const Stats& o) {
+  s.acc = combine(s.acc, o.acc);
+  s.acc2 += o.acc2;
+  s.sum += o.sum;
+}
+// Thread j walks down column j: at every step the warp reads consecutive elements of one row.
+__device__ Stats thread_stats(int m, int n, const $T* a, int j) {
+  Stats s = stats_start();
+  for (int i = 0; i < m; ++i) stats_add(s, a[(long)i * n + j]);
+  return s;
+}
+// A block of COLS columns x GROUPS row groups: each group reads coalesced row segments, then the groups
+// combine in shared memory; every thread gets its column's statistics.
+constexpr int COLS = 32, GROUPS = 8;
+__device__ Stats strip_stats(int m, int n, const $T* a, int j) {
+  __shared__ Stats part[GROUPS][COLS];
+  int g = threadIdx.y, c = threadIdx.x;
+  Stats s = stats_start();
+  if (j < n)
+    for (int i = g; i < m; i += GROUPS) stats_add(s, a[(long)i * n + j]);
+  part[g][c] = s;
+  __syncthreads();
+  for (int half = GROUPS / 2; half > 0; half /= 2) {
+    if (g < half) stats_merge(part[g][c], part[g + half][c]);
+    __syncthreads();
+  }
+  return part[0][c];
+}
+// One warp per column: lanes take rows lane, lane + 32, ... (strided reads), butterfly shuffles combine.
+__device__ Stats warp_stats(int m, int n, const $T* a, int j) {
+  Stats s = stats_start();
+  for (int i = threadIdx.x % 32; i < m; i += 32) stats_add(s, a[(long)i * n + j]);
+  for (int off = 16; off > 0; off /= 2) {
+    s.acc = combine(s.acc, __shfl_xor_sync(0xffffffffu, s.acc, off));
+    s.acc2 += __shfl_xor_sync(0xffffffffu, s.acc2, off);
+    s.sum += __shfl_xor_sync(0xffffffffu, s.sum, off);
+  }
+  return s;
+}
+"""
 
 
 def col_reduce(rng: np.random.Generator, variant: int) -> dict[str, Any]:
-    """out[j] = finish(reduce_i f(a[i][j])) over the rows of an m x n row-major matrix."""
-    op, dtype = pick(rng, sorted(OPS)), pick(rng, ("float32", "float64"))
-    scaled = bool(rng.integers(0, 2))
+    """out[j] = epilogue(finish(reduce_i f(a[i][j]))) over the rows of an m x n row-major matrix."""
+    op, dtype, index = nth(variant, REDUCE_STRUCTURES)
     kw = _parts(dtype, op)
-    kw["store"] = "out[j] = scale * finish(acc, acc2, m);" if scaled else "out[j] = finish(acc, acc2, m);"
-    kw["sig"] = f"int m, int n, {kw['T'] + ' scale, ' if scaled else ''}const {kw['T']}* a, {kw['T']}* out"
-    kw["call"] = f"m, n, {'scale, ' if scaled else ''}a, out"
-    reference = _head(kw, False) + fill("""
+    kw["epi"] = float_epilogue(index, dtype, float(rng.uniform(0.5, 2.0)))
+    kw["sig"] = f"int m, int n, const {kw['T']}* a, {kw['T']}* out"
+    reference = _head(kw, False) + fill(_REDUCE_REF, **kw)
+    head = _head(kw, True)
+    impls = [
+        impl("thread_per_column", ["thread-per-output", "coalesced"], head + fill(_REDUCE_THREAD, **kw)),
+        impl("row_split_smem", ["thread-per-output", "coalesced", "shared-memory", "tree-reduction", "2d-block"],
+             head + fill(_REDUCE_STRIP, **kw)),
+        impl("warp_per_column", ["warp-per-output", "warp-shuffle", "strided"], head + fill(_REDUCE_WARP, **kw)),
+    ]
+    args = [scalar("m", "int32", "M"), scalar("n", "int32", "N"), buffer("a", "in", dtype, ["M", "N"]),
+            buffer("out", "out", dtype, ["N"])]  # fmt: skip
+    return task(
+        name=f"col_reduce_{op}", family="col_reduce", entry="col_reduce", args=args,
+        description=f"Column-wise {op} of an m x n row-major matrix a ({dtype}): for every column j, "
+        f"out[j] = epilogue(finish(acc, acc2)) where acc reduces f(v) = {kw['f']} with combine(a, b) = {kw['comb']} "
+        f"(identity {kw['ident']}) over v = a[i * n + j], acc2 = sum of v * v, finish = {kw['fin']} and "
+        f"epilogue(v) = {kw['epi']}.",
+        configs=CONFIGS, hidden=[{"M": 511, "N": 97}], perf=[{"M": 16384, "N": 8192}, {"M": 1 << 20, "N": 64}],
+        reference=reference, implementations=impls, tolerance=_TOL[dtype],
+    )  # fmt: skip
+
+
+_REDUCE_REF = """
 void col_reduce($sig) {
   for (int j = 0; j < n; ++j) {
     $T acc = $ident, acc2 = 0;
@@ -68,120 +144,57 @@ void col_reduce($sig) {
       acc = combine(acc, fmap(v));
       acc2 += v * v;
     }
-    $store
+    out[j] = epilogue(finish(acc, acc2, m));
   }
-}""", **kw)  # fmt: skip
-    head = _head(kw, True)
-    impls = [
-        impl("thread_per_column", ["thread-per-output", "coalesced"], head + fill(_THREAD, **kw)),
-        impl("row_split_smem", ["thread-per-output", "coalesced", "shared-memory", "tree-reduction", "2d-block"],
-             head + fill(_SPLIT, **kw)),
-        impl("warp_per_column", ["warp-per-output", "warp-shuffle", "strided"], head + fill(_WARP, **kw)),
-    ]
-    args = [scalar("m", "int32", "M"), scalar("n", "int32", "N")]
-    if scaled:
-        args.append(scalar("scale", dtype, round(float(rng.uniform(0.5, 2.0)), 3)))
-    args += [buffer("a", "in", dtype, ["M", "N"]), buffer("out", "out", dtype, ["N"])]
-    return task(
-        name=f"col_reduce_{op}", family="col_reduce", entry="col_reduce", args=args,
-        description=f"Column-wise {op} of an m x n row-major matrix a ({dtype}): for every column j, "
-        f"out[j] = {'scale * ' if scaled else ''}finish(acc, acc2) where acc reduces f(v) = {kw['f']} with "
-        f"combine(a, b) = {kw['comb']} (identity {kw['ident']}) over v = a[i * n + j], acc2 = sum of v * v, "
-        f"and finish = {kw['fin']}.",
-        configs=CONFIGS, hidden=[{"M": 511, "N": 97}], perf=[{"M": 16384, "N": 8192}, {"M": 1 << 20, "N": 64}],
-        reference=reference, implementations=impls, tolerance=_TOL[dtype],
-    )  # fmt: skip
-
-
-_THREAD = """
-// Thread j walks down column j: at every step the warp reads 32 consecutive elements of one row.
+}
+"""
+_REDUCE_THREAD = """
 __global__ void col_reduce_kernel($sig) {
   int j = blockIdx.x * blockDim.x + threadIdx.x;
   if (j >= n) return;
-  $T acc = $ident, acc2 = 0;
-  for (int i = 0; i < m; ++i) {
-    $T v = a[(long)i * n + j];
-    acc = combine(acc, fmap(v));
-    acc2 += v * v;
-  }
-  $store
+  Stats s = thread_stats(m, n, a, j);
+  out[j] = epilogue(finish(s.acc, s.acc2, m));
 }
 extern "C" void col_reduce($sig) {
-  col_reduce_kernel<<<(n + 127) / 128, 128>>>($call);
+  col_reduce_kernel<<<(n + 127) / 128, 128>>>(m, n, a, out);
 }
 """
-_SPLIT = """
-// 32 columns x 8 row groups per block: row groups read coalesced row segments, then combine in shared memory.
-constexpr int COLS = 32, GROUPS = 8;
+_REDUCE_STRIP = """
 __global__ void col_reduce_kernel($sig) {
-  __shared__ $T s1[GROUPS][COLS], s2[GROUPS][COLS];
   int j = blockIdx.x * COLS + threadIdx.x;
-  $T acc = $ident, acc2 = 0;
-  if (j < n)
-    for (int i = threadIdx.y; i < m; i += GROUPS) {
-      $T v = a[(long)i * n + j];
-      acc = combine(acc, fmap(v));
-      acc2 += v * v;
-    }
-  s1[threadIdx.y][threadIdx.x] = acc;
-  s2[threadIdx.y][threadIdx.x] = acc2;
-  __syncthreads();
-  for (int half = GROUPS / 2; half > 0; half /= 2) {
-    if (threadIdx.y < half) {
-      s1[threadIdx.y][threadIdx.x] = combine(s1[threadIdx.y][threadIdx.x], s1[threadIdx.y + half][threadIdx.x]);
-      s2[threadIdx.y][threadIdx.x] += s2[threadIdx.y + half][threadIdx.x];
-    }
-    __syncthreads();
-  }
-  if (threadIdx.y == 0 && j < n) {
-    acc = s1[0][threadIdx.x];
-    acc2 = s2[0][threadIdx.x];
-    $store
-  }
+  Stats s = strip_stats(m, n, a, j);
+  if (threadIdx.y == 0 && j < n) out[j] = epilogue(finish(s.acc, s.acc2, m));
 }
 extern "C" void col_reduce($sig) {
   dim3 block(COLS, GROUPS);
-  col_reduce_kernel<<<(n + COLS - 1) / COLS, block>>>($call);
+  col_reduce_kernel<<<(n + COLS - 1) / COLS, block>>>(m, n, a, out);
 }
 """
-_WARP = """
-// One warp per column: lanes take rows lane, lane + 32, ... (strided reads), shuffles combine.
+_REDUCE_WARP = """
 __global__ void col_reduce_kernel($sig) {
-  int j = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x % 32;
+  int j = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
   if (j >= n) return;  // uniform per warp
-  $T acc = $ident, acc2 = 0;
-  for (int i = lane; i < m; i += 32) {
-    $T v = a[(long)i * n + j];
-    acc = combine(acc, fmap(v));
-    acc2 += v * v;
-  }
-  for (int off = 16; off > 0; off /= 2) {
-    acc = combine(acc, __shfl_xor_sync(0xffffffffu, acc, off));
-    acc2 += __shfl_xor_sync(0xffffffffu, acc2, off);
-  }
-  if (lane == 0) {
-    $store
-  }
+  Stats s = warp_stats(m, n, a, j);
+  if (threadIdx.x % 32 == 0) out[j] = epilogue(finish(s.acc, s.acc2, m));
 }
 extern "C" void col_reduce($sig) {
-  col_reduce_kernel<<<(n + 7) / 8, 256>>>($call);
+  col_reduce_kernel<<<(n + 7) / 8, 256>>>(m, n, a, out);
 }
 """
 
 
 def col_normalize(rng: np.random.Generator, variant: int) -> dict[str, Any]:
-    """out[i][j] = g(a[i][j], column statistics of column j) for an m x n row-major matrix."""
-    norm, dtype = pick(rng, sorted(NORMS)), pick(rng, ("float32", "float64"))
+    """out[i][j] = epilogue(g(a[i][j], column statistics of column j)) for an m x n row-major matrix."""
+    norm, dtype, index = nth(variant, NORMALIZE_STRUCTURES)
     op, expr = NORMS[norm]
     kw = _parts(dtype, op)
-    post = fill(pick(rng, ("$e", "v + ($e)", "$c * ($e)")), e=expr, c=lit(float(rng.uniform(0.5, 2.0)), "float32"))
-    kw["expr"] = _spell(dtype, post)
+    kw["epi"] = "v"
+    kw["expr"] = float_epilogue(index, dtype, float(rng.uniform(0.5, 2.0)), var=f"({spell(expr, dtype)})")
     t = kw["T"]
     kw["sig"] = f"int m, int n, const {t}* a, {t}* out"
-    head = fill("$base$q $T normalize($T v, $T stat, $T mean) { return $expr; }\n", base=_head(kw, True),
-                q="__device__ __forceinline__", **kw)  # fmt: skip
-    reference = fill("$base$q $T normalize($T v, $T stat, $T mean) { return $expr; }\n", base=_head(kw, False),
-                     q="static", **kw) + fill(_NORM_REF, **kw)  # fmt: skip
+    norm_fn = "$q $T normalize($T v, $T stat, $T mean) { return $expr; }\n"
+    head = _head(kw, True) + fill(norm_fn, q="__device__ __forceinline__", **kw)
+    reference = _head(kw, False) + fill(norm_fn, q="static", **kw) + fill(_NORM_REF, **kw)
     impls = [
         impl("stats_then_map", ["thread-per-column", "two-pass", "coalesced", "thread-per-element"],
              head + fill(_NORM_TWO, **kw)),
@@ -222,15 +235,9 @@ _NORM_TWO = """
 __global__ void stats_kernel(int m, int n, const $T* a, $T* stat, $T* mean) {
   int j = blockIdx.x * blockDim.x + threadIdx.x;
   if (j >= n) return;
-  $T acc = $ident, acc2 = 0, sum = 0;
-  for (int i = 0; i < m; ++i) {
-    $T v = a[(long)i * n + j];
-    acc = combine(acc, fmap(v));
-    acc2 += v * v;
-    sum += v;
-  }
-  stat[j] = finish(acc, acc2, m);
-  mean[j] = sum / m;
+  Stats s = thread_stats(m, n, a, j);
+  stat[j] = finish(s.acc, s.acc2, m);
+  mean[j] = s.sum / m;
 }
 __global__ void map_kernel(int m, int n, const $T* a, const $T* stat, const $T* mean, $T* out) {
   long t = blockIdx.x * (long)blockDim.x + threadIdx.x;
@@ -252,14 +259,8 @@ _NORM_FUSED = """
 __global__ void col_normalize_kernel($sig) {
   int j = blockIdx.x * blockDim.x + threadIdx.x;
   if (j >= n) return;
-  $T acc = $ident, acc2 = 0, sum = 0;
-  for (int i = 0; i < m; ++i) {
-    $T v = a[(long)i * n + j];
-    acc = combine(acc, fmap(v));
-    acc2 += v * v;
-    sum += v;
-  }
-  $T stat = finish(acc, acc2, m), mean = sum / m;
+  Stats s = thread_stats(m, n, a, j);
+  $T stat = finish(s.acc, s.acc2, m), mean = s.sum / m;
   for (int i = 0; i < m; ++i) out[(long)i * n + j] = normalize(a[(long)i * n + j], stat, mean);
 }
 extern "C" void col_normalize($sig) {
@@ -268,33 +269,12 @@ extern "C" void col_normalize($sig) {
 """
 _NORM_BLOCK = """
 // A 32-column strip per block: 8 row groups reduce in shared memory, then the whole block writes the strip.
-constexpr int COLS = 32, GROUPS = 8;
 __global__ void col_normalize_kernel($sig) {
-  __shared__ $T s1[GROUPS][COLS], s2[GROUPS][COLS], s3[GROUPS][COLS];
-  int j = blockIdx.x * COLS + threadIdx.x, g = threadIdx.y;
-  $T acc = $ident, acc2 = 0, sum = 0;
-  if (j < n)
-    for (int i = g; i < m; i += GROUPS) {
-      $T v = a[(long)i * n + j];
-      acc = combine(acc, fmap(v));
-      acc2 += v * v;
-      sum += v;
-    }
-  s1[g][threadIdx.x] = acc;
-  s2[g][threadIdx.x] = acc2;
-  s3[g][threadIdx.x] = sum;
-  __syncthreads();
-  for (int half = GROUPS / 2; half > 0; half /= 2) {
-    if (g < half) {
-      s1[g][threadIdx.x] = combine(s1[g][threadIdx.x], s1[g + half][threadIdx.x]);
-      s2[g][threadIdx.x] += s2[g + half][threadIdx.x];
-      s3[g][threadIdx.x] += s3[g + half][threadIdx.x];
-    }
-    __syncthreads();
-  }
+  int j = blockIdx.x * COLS + threadIdx.x;
+  Stats s = strip_stats(m, n, a, j);
   if (j >= n) return;
-  $T stat = finish(s1[0][threadIdx.x], s2[0][threadIdx.x], m), mean = s3[0][threadIdx.x] / m;
-  for (int i = g; i < m; i += GROUPS) out[(long)i * n + j] = normalize(a[(long)i * n + j], stat, mean);
+  $T stat = finish(s.acc, s.acc2, m), mean = s.sum / m;
+  for (int i = threadIdx.y; i < m; i += GROUPS) out[(long)i * n + j] = normalize(a[(long)i * n + j], stat, mean);
 }
 extern "C" void col_normalize($sig) {
   dim3 block(COLS, GROUPS);

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Mapping, Sequence
 from string import Template
 from typing import Any
@@ -32,6 +34,25 @@ def lit(value: float, dtype: str) -> str:
 def pick(rng: np.random.Generator, options: Sequence[Any]) -> Any:
     """One element of ``options``, drawn with ``rng``."""
     return options[int(rng.integers(len(options)))]
+
+
+def grid(*axes: Sequence[Any]) -> list[tuple[Any, ...]]:
+    """Every combination of one option per axis, in ``itertools.product`` order."""
+    return list(itertools.product(*axes))
+
+
+def nth(variant: int, options: Sequence[Any]) -> Any:
+    """Option ``variant`` of ``options`` in a fixed spread-out order.
+
+    Variants ``0 .. len(options) - 1`` each get a different option, so a family that
+    takes its structure from ``nth(variant, grid(...))`` yields as many distinct
+    tasks as it has structures; the order strides through the options (by a step
+    coprime with their count, near the golden ratio) so that the first few variants
+    already differ in every axis. Later variants repeat the cycle.
+    """
+    n = len(options)
+    step = next(s for s in itertools.count(max(1, round(0.618 * n))) if math.gcd(s, n) == 1)
+    return options[(variant * step) % n]
 
 
 def scalar(name: str, dtype: str, value: str | int | float) -> dict[str, Any]:

@@ -6,13 +6,14 @@ from typing import Any
 
 import numpy as np
 
-from cudaperf_env.dataset.families.common import CTYPE, buffer, fill, impl, pick, scalar, task
-from cudaperf_env.dataset.families.elementwise import to_double
+from cudaperf_env.dataset.families.common import CTYPE, buffer, fill, grid, impl, nth, scalar, task
+from cudaperf_env.dataset.families.operators import to_double
 
 FLOAT_PRED = ("v > 0.0f", "fabsf(v) > 1.0f", "v > -0.5f && v < 0.5f", "sinf(3.0f * v) > 0.2f",
-              "v * v - v < 0.5f", "floorf(v * 2.0f) == 1.0f || v < -1.5f")  # fmt: skip
+              "v * v - v < 0.5f", "floorf(v * 2.0f) == 1.0f || v < -1.5f", "fabsf(v) < 0.25f || fabsf(v) > 2.0f",
+              "v > 1.0f || (v < 0.0f && v > -1.0f)", "fmodf(fabsf(v), 1.0f) < 0.5f", "(int)(v * 4.0f) % 2 == 0")
 INT_PRED = ("v % 3 == 0", "(v & 4) != 0", "v > 500", "v % 7 < 3", "((v ^ (v >> 3)) & 1) == 1",
-            "v < 200 || v >= 900")  # fmt: skip
+            "v < 200 || v >= 900", "(v >> 2) % 3 == 1", "v > 300 && v < 600", "(v & 12) == 8", "v * v % 10 < 5")
 # mode -> (what is written for a kept element, output dtype or None for x's, tail fill, description)
 MODES = {
     "select": ("v", None, "0", "the kept elements of x, in order, then zeros"),
@@ -22,10 +23,12 @@ MODES = {
 }  # fmt: skip
 
 
+STRUCTURES = grid(("float32", "float64"), sorted(MODES), FLOAT_PRED) + grid(("int32",), sorted(MODES), INT_PRED)
+
+
 def compact(rng: np.random.Generator, variant: int) -> dict[str, Any]:
     """out = x's elements (or indices) passing keep(x[i]), order kept; count[0] = how many passed."""
-    dtype, mode = pick(rng, ("float32", "float64", "int32")), pick(rng, sorted(MODES))
-    pred = pick(rng, INT_PRED if dtype == "int32" else FLOAT_PRED)
+    dtype, mode, pred = nth(variant, STRUCTURES)
     if dtype == "float64":
         pred = to_double(pred)
     value, out_dtype, fill_v, what = MODES[mode]

@@ -6,35 +6,29 @@ from typing import Any
 
 import numpy as np
 
-from cudaperf_env.dataset.families.common import CTYPE, buffer, fill, impl, pick, scalar, task
+from cudaperf_env.dataset.families.boundary import read_body
+from cudaperf_env.dataset.families.common import CTYPE, buffer, fill, grid, impl, nth, pick, scalar, task
+from cudaperf_env.dataset.families.operators import FLOAT_EPILOGUES, float_epilogue
 
 BOUNDS = ("zero", "clamp", "periodic", "valid")
 _TOL = {"float32": {"rtol": 1.0e-4, "atol": 1.0e-4}, "float64": {"rtol": 1.0e-10, "atol": 1.0e-10}}
 
 
-def _at_body(bound: str, t: str) -> str:
-    """The body of ``at(x, n, i)``: x[i] under the boundary rule (``valid`` reads 0 past the end)."""
-    if bound == "clamp":
-        return "return x[i < 0 ? 0 : (i >= n ? n - 1 : i)];"
-    if bound == "periodic":
-        return "return x[((i % n) + n) % n];"
-    if bound == "valid":
-        return f"return i < n ? x[i] : ({t})0;"
-    return f"return (i < 0 || i >= n) ? ({t})0 : x[i];"
+STRUCTURES = grid(("float32", "float64"), BOUNDS, (False, True), (False, True), range(len(FLOAT_EPILOGUES)))
 
 
-def _common(rng: np.random.Generator, sizes: tuple[int, ...]) -> tuple[str, str, bool, bool, int]:
-    dtype, bound = pick(rng, ("float32", "float64")), pick(rng, BOUNDS)
-    flip, batched = bool(rng.integers(0, 2)), bool(rng.integers(0, 2))
+def _common(rng: np.random.Generator, variant: int, sizes: tuple[int, ...]) -> tuple[str, str, bool, bool, int, str]:
+    """dtype, boundary, flipped filter, batched, filter size and the epilogue of the output."""
+    dtype, bound, flip, batched, index = nth(variant, STRUCTURES)
     k = int(pick(rng, sizes))
     if bound != "valid" and k % 2 == 0:
         k += 1
-    return dtype, bound, flip, batched, k
+    return dtype, bound, flip, batched, k, float_epilogue(index, dtype, float(rng.uniform(0.5, 2.0)))
 
 
 def conv1d(rng: np.random.Generator, variant: int) -> dict[str, Any]:
     """y[r][i] = sum_k w[k'] * at(x[r], i + k - off), k' = k or K-1-k, off = K/2 (0 for valid)."""
-    dtype, bound, flip, batched, k = _common(rng, (3, 4, 5, 7, 9, 15))
+    dtype, bound, flip, batched, k, epi = _common(rng, variant, (3, 4, 5, 7, 9, 15))
     t, off = CTYPE[dtype], (0 if bound == "valid" else k // 2)
     wi = f"{k - 1} - k" if flip else "k"
     no = f"N - {k - 1}" if bound == "valid" else "N"
@@ -43,19 +37,24 @@ def conv1d(rng: np.random.Generator, variant: int) -> dict[str, Any]:
         f"int n, int no, const {t}* x, const {t}* w, {t}* y"  # fmt: skip
     loop = "for (int r = 0; r < b; ++r)\n    " if batched else ""
     xrow, yi = ("x + (long)r * n", "(long)r * no + i") if batched else ("x", "i")
-    reference = fill("""static $T at(const $T* x, int n, int i) { $at }
+    at = read_body(bound, t, ["n"], ["i"])
+    reference = fill("""#include <math.h>
+static $T epilogue($T v) { return $epi; }
+static $T at(const $T* x, int n, int i) { $at }
 void conv($sig) {
   ${loop}for (int i = 0; i < no; ++i) {
     $T acc = 0;
     for (int k = 0; k < $K; ++k) acc += w[$wi] * at($xrow, n, i + k - $off);
-    y[$yi] = acc;
+    y[$yi] = epilogue(acc);
   }
-}""", T=t, at=_at_body(bound, t), sig=sig, loop=loop, K=k, wi=wi, off=off, xrow=xrow, yi=yi)  # fmt: skip
-    head = fill("""typedef $T T;
+}""", T=t, at=at, sig=sig, loop=loop, K=k, wi=wi, off=off, xrow=xrow, yi=yi, epi=epi)  # fmt: skip
+    head = fill("""#include <math.h>
+typedef $T T;
 constexpr int K = $K, OFF = $off;
+__device__ __forceinline__ T epilogue(T v) { return $epi; }
 __device__ __forceinline__ T at(const T* x, int n, int i) { $at }
 __device__ __forceinline__ int widx(int k) { return $wi; }
-""", T=t, K=k, off=off, at=_at_body(bound, t), wi=wi)  # fmt: skip
+""", T=t, K=k, off=off, at=at, wi=wi, epi=epi)  # fmt: skip
     kw = {"sig": sig, "rows": rows}
     impls = [
         impl("naive", ["thread-per-output"], head + fill(_C1_NAIVE, **kw)),
@@ -73,8 +72,9 @@ __device__ __forceinline__ int widx(int k) { return $wi; }
     return task(
         name="conv1d", family="conv1d", entry="conv", args=args,
         description=f"1-D {what} of {'b rows of ' if batched else ''}n {dtype} values with a {k}-tap filter w, "
-        f"{bound} boundary: y[i] = sum over k < {k} of w[{wi}] * at(x, i + k - {off}), where at() reads x with the "
-        f"{bound} rule outside [0, n); no = {no.replace('N', 'n')} outputs{' per row' if batched else ''}.",
+        f"{bound} boundary: y[i] = epilogue(sum over k < {k} of w[{wi}] * at(x, i + k - {off})) with epilogue(v) = "
+        f"{epi}, where at() reads x with the {bound} rule outside [0, n); no = {no.replace('N', 'n')} outputs"
+        f"{' per row' if batched else ''}.",
         configs=[cfg(1000, 3), cfg(4097, 2), cfg(65537, 1)], hidden=[cfg(30011, 2)],
         perf=[cfg(1 << 24, 4) if batched else cfg(1 << 25, 1)], reference=reference, implementations=impls,
         tolerance=_TOL[dtype],
@@ -88,7 +88,7 @@ __global__ void conv_kernel(int n, int no, const T* x, const T* w, T* y) {
   const T* row = x + (long)r * n;
   T acc = 0;
   for (int k = 0; k < K; ++k) acc += w[widx(k)] * at(row, n, i + k - OFF);
-  y[(long)r * no + i] = acc;
+  y[(long)r * no + i] = epilogue(acc);
 }
 extern "C" void conv($sig) {
   int rows = $rows;
@@ -111,7 +111,7 @@ __global__ void conv_tile(int n, int no, const T* x, const T* w, T* y) {
   T acc = 0;
   #pragma unroll
   for (int k = 0; k < K; ++k) acc += sw[k] * s[threadIdx.x + k];
-  y[(long)r * no + i] = acc;
+  y[(long)r * no + i] = epilogue(acc);
 }
 extern "C" void conv($sig) {
   int rows = $rows;
@@ -135,7 +135,7 @@ __global__ void conv_window(int n, int no, const T* x, T* y) {
     T acc = 0;
     #pragma unroll
     for (int k = 0; k < K; ++k) acc += cw[widx(k)] * win[q + k];
-    if (first + q < no) y[(long)r * no + first + q] = acc;
+    if (first + q < no) y[(long)r * no + first + q] = epilogue(acc);
   }
 }
 extern "C" void conv($sig) {
@@ -149,38 +149,35 @@ extern "C" void conv($sig) {
 
 def conv2d(rng: np.random.Generator, variant: int) -> dict[str, Any]:
     """y[c][r][q] = sum_{a,b} w[a'][b'] * at(x[c], r + a - off, q + b - off), flipped or not, four boundaries."""
-    dtype, bound, flip, batched, k = _common(rng, (3, 3, 5, 7, 2))
+    dtype, bound, flip, batched, k, epi = _common(rng, variant, (3, 3, 5, 7, 2))
     t, off = CTYPE[dtype], (0 if bound == "valid" else k // 2)
     wi = f"({k - 1} - a) * {k} + ({k - 1} - b)" if flip else f"a * {k} + b"
     ho, wo = (f"H - {k - 1}", f"W - {k - 1}") if bound == "valid" else ("H", "W")
-    idx = {"clamp": ("(r < 0 ? 0 : (r >= h ? h - 1 : r))", "(q < 0 ? 0 : (q >= w ? w - 1 : q))"),
-           "periodic": ("((r % h) + h) % h", "((q % w) + w) % w")}  # fmt: skip
-    if bound in idx:
-        at = f"return x[(long){idx[bound][0]} * w + {idx[bound][1]}];"
-    elif bound == "valid":
-        at = f"return (r < h && q < w) ? x[(long)r * w + q] : ({t})0;"
-    else:
-        at = f"return (r < 0 || r >= h || q < 0 || q >= w) ? ({t})0 : x[(long)r * w + q];"
+    at = read_body(bound, t, ["h", "w"], ["r", "q"])
     sig = (f"int c, int h, int w, int ho, int wo, const {t}* x, const {t}* f, {t}* y" if batched
            else f"int h, int w, int ho, int wo, const {t}* x, const {t}* f, {t}* y")  # fmt: skip
     loop = "for (int ch = 0; ch < c; ++ch)\n    " if batched else ""
     img = "(long)ch * h * w" if batched else "0"
     out = "(long)ch * ho * wo + " if batched else ""
-    reference = fill("""static $T at(const $T* x, int h, int w, int r, int q) { $at }
+    reference = fill("""#include <math.h>
+static $T epilogue($T v) { return $epi; }
+static $T at(const $T* x, int h, int w, int r, int q) { $at }
 void conv($sig) {
   ${loop}for (int r = 0; r < ho; ++r)
     for (int q = 0; q < wo; ++q) {
       $T acc = 0;
       for (int a = 0; a < $K; ++a)
         for (int b = 0; b < $K; ++b) acc += f[$wi] * at(x + $img, h, w, r + a - $off, q + b - $off);
-      y[${out}(long)r * wo + q] = acc;
+      y[${out}(long)r * wo + q] = epilogue(acc);
     }
-}""", T=t, at=at, sig=sig, loop=loop, K=k, wi=wi, off=off, img=img, out=out)  # fmt: skip
-    head = fill("""typedef $T T;
+}""", T=t, at=at, sig=sig, loop=loop, K=k, wi=wi, off=off, img=img, out=out, epi=epi)  # fmt: skip
+    head = fill("""#include <math.h>
+typedef $T T;
 constexpr int K = $K, OFF = $off;
+__device__ __forceinline__ T epilogue(T v) { return $epi; }
 __device__ __forceinline__ T at(const T* x, int h, int w, int r, int q) { $at }
 __device__ __forceinline__ int widx(int a, int b) { return $wi; }
-""", T=t, K=k, off=off, at=at, wi=wi)  # fmt: skip
+""", T=t, K=k, off=off, at=at, wi=wi, epi=epi)  # fmt: skip
     kw = {"sig": sig, "chans": "c" if batched else "1"}
     impls = [
         impl("naive", ["thread-per-output", "3d-grid"], head + fill(_C2_NAIVE, **kw)),
@@ -202,8 +199,9 @@ __device__ __forceinline__ int widx(int a, int b) { return $wi; }
     return task(
         name="conv2d", family="conv2d", entry="conv", args=args,
         description=f"2-D {what} of {'c ' if batched else 'one '}row-major h x w {dtype} image{'s' if batched else ''} "
-        f"with a {k}x{k} filter f, {bound} boundary: y[r][q] = sum over a, b < {k} of f[{wi}] * "
-        f"at(x, r + a - {off}, q + b - {off}), where at() reads x with the {bound} rule outside the image; "
+        f"with a {k}x{k} filter f, {bound} boundary: y[r][q] = epilogue(sum over a, b < {k} of f[{wi}] * "
+        f"at(x, r + a - {off}, q + b - {off})) with epilogue(v) = {epi}, where at() reads x with the {bound} rule "
+        f"outside the image; "
         f"the output is {ho.replace('H', 'h')} x {wo.replace('W', 'w')}.",
         configs=[cfg(64, 64, 2), cfg(127, 93, 3), cfg(256, 300, 1)], hidden=[cfg(101, 77, 2)],
         perf=[cfg(4096, 4096, 4) if batched else cfg(8192, 8192, 1)], reference=reference, implementations=impls,
@@ -219,7 +217,7 @@ __global__ void conv_kernel(int h, int w, int ho, int wo, const T* x, const T* f
   T acc = 0;
   for (int a = 0; a < K; ++a)
     for (int b = 0; b < K; ++b) acc += f[widx(a, b)] * at(img, h, w, r + a - OFF, q + b - OFF);
-  y[(long)ch * ho * wo + (long)r * wo + q] = acc;
+  y[(long)ch * ho * wo + (long)r * wo + q] = epilogue(acc);
 }
 extern "C" void conv($sig) {
   dim3 block(16, 16), grid((wo + 15) / 16, (ho + 15) / 16, $chans);
@@ -245,7 +243,7 @@ __global__ void conv_tile(int h, int w, int ho, int wo, const T* x, const T* f, 
   for (int a = 0; a < K; ++a)
     #pragma unroll
     for (int b = 0; b < K; ++b) acc += sf[a * K + b] * s[threadIdx.y + a][threadIdx.x + b];
-  y[(long)ch * ho * wo + (long)r * wo + q] = acc;
+  y[(long)ch * ho * wo + (long)r * wo + q] = epilogue(acc);
 }
 extern "C" void conv($sig) {
   dim3 block(B, B), grid((wo + B - 1) / B, (ho + B - 1) / B, $chans);
@@ -270,7 +268,7 @@ __global__ void conv_strip(int h, int w, int ho, int wo, const T* x, T* y) {
     for (int a = 0; a < K; ++a)
       #pragma unroll
       for (int b = 0; b < K; ++b) acc += cf[widx(a, b)] * at(img, h, w, r + a - OFF, q + b - OFF);
-    y[(long)ch * ho * wo + (long)r * wo + q] = acc;
+    y[(long)ch * ho * wo + (long)r * wo + q] = epilogue(acc);
   }
 }
 extern "C" void conv($sig) {

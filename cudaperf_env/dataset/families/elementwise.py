@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import numpy as np
 
 from cudaperf_env.dataset.families.common import CTYPE, buffer, fill, impl, lit, names, params, pick, scalar, task
+from cudaperf_env.dataset.families.operators import to_double
 
 # Unary float operators written for float32; `to_double` rewrites them for float64.
 FLOAT_UNARY = (
@@ -27,13 +27,6 @@ INT_BINARY = (
     "(($a % $k) * ($b % 7))", "(($a << 2) + ($b >> 1))", "($a < $b ? $a : $b)", "($a > $b ? $a : $b)",
     "(($a | $b) & 1023)",
 )
-_DOUBLE_FN = re.compile(r"\b(sin|cos|tanh|fabs|fmax|fmin|exp|log|sqrt|atan|erf|atan2)f\b")
-_FLOAT_LIT = re.compile(r"\b(\d+(?:\.\d+)?(?:e-?\d+)?)f\b")
-
-
-def to_double(expr: str) -> str:
-    """A float32 expression rewritten for float64 (``sinf`` -> ``sin``, ``1.0f`` -> ``1.0``)."""
-    return _FLOAT_LIT.sub(r"\1", _DOUBLE_FN.sub(r"\1", expr))
 
 
 def unary_chain(rng: np.random.Generator, var: str, depth: int, dtype: str) -> str:

@@ -1,4 +1,5 @@
-"""Indexed memory access: gathers (elements, pairs, rows), permutation scatters, and atomic scatter-reduce."""
+"""Indexed memory access: gathers (elements, pairs, rows), permutation scatters, and atomic scatter-reduce, each
+with an elementwise map g."""
 
 from __future__ import annotations
 
@@ -6,24 +7,37 @@ from typing import Any
 
 import numpy as np
 
-from cudaperf_env.dataset.families.common import CTYPE, buffer, fill, impl, pick, scalar, task
-from cudaperf_env.dataset.families.elementwise import to_double
+from cudaperf_env.dataset.families.common import CTYPE, buffer, fill, impl, nth, scalar, task
+from cudaperf_env.dataset.families.operators import (
+    FLOAT_EPILOGUES,
+    INT_EPILOGUES,
+    float_epilogue,
+    int_epilogue,
+)
 
-FLOAT_G = ("v", "v * 2.0f - 1.0f", "v * v", "fabsf(v)", "expf(-v * v)")
-INT_G = ("v", "v * 3 + 1", "v & 255", "v ^ (v >> 2)", "v % 17")
 BIN = ("+", "-", "*")
 _FTOL = {"float32": {"rtol": 1.0e-3, "atol": 1.0e-3}, "float64": {"rtol": 1.0e-9, "atol": 1.0e-9}}
 
 
-def _g(rng: np.random.Generator, dtype: str) -> str:
-    g = pick(rng, INT_G if dtype == "int32" else FLOAT_G)
-    return to_double(g) if dtype == "float64" else g
+def _maps(dtype: str) -> range:
+    return range(len(INT_EPILOGUES if dtype == "int32" else FLOAT_EPILOGUES))
+
+
+# (dtype, mode, map g, binary op): the op only where the mode combines two values, g only where it maps one.
+GATHER_STRUCTURES = [(d, m, g, op) for d in ("float32", "float64", "int32")
+                     for m in ("gather", "pair", "rows", "permute")
+                     for g in _maps(d) for op in (BIN if m == "pair" else BIN[:1])] + \
+    [(d, "op", 0, op) for d in ("float32", "float64", "int32") for op in BIN]  # fmt: skip
 
 
 def gather(rng: np.random.Generator, variant: int) -> dict[str, Any]:
     """Indexed reads or a permutation write: y[i] = g(x[idx[i]]), pairs, x[idx[i]] op z[i], rows, y[p[i]] = g(x[i])."""
-    dtype, mode = pick(rng, ("float32", "float64", "int32")), pick(rng, ("gather", "op", "pair", "rows", "permute"))
-    g, op, t = _g(rng, dtype), pick(rng, BIN), CTYPE[dtype]
+    dtype, mode, index, op = nth(variant, GATHER_STRUCTURES)
+    t = CTYPE[dtype]
+    if dtype == "int32":
+        g = int_epilogue(index, int(rng.integers(2, 9)), int(rng.integers(1, 256)))
+    else:
+        g = float_epilogue(index, dtype, float(rng.uniform(0.5, 2.0)))
     xi = {"dist": "randint", "low": -1000, "high": 1000} if dtype == "int32" else None
     idx_m = {"dist": "randint", "low": 0, "high": "M"}
     n, m = scalar("n", "int32", "N"), scalar("m", "int32", "M")
@@ -156,12 +170,18 @@ extern "C" void gather($sig) {
 """
 
 
+SCATTER_STRUCTURES = [(d, op, w, g) for d in ("float32", "float64", "int32") for op in ("add", "max")
+                      for w in (False, True) for g in _maps(d) if d != "float64" or op == "add"]
+
+
 def scatter_reduce(rng: np.random.Generator, variant: int) -> dict[str, Any]:
     """out[b] = init combined with h(i) over all i with idx[i] == b (sum or max), by atomics."""
-    dtype = pick(rng, ("float32", "float64", "int32"))
-    op = pick(rng, ("add", "add", "max")) if dtype != "float64" else "add"
-    weighted = bool(rng.integers(0, 2))
-    g, t = _g(rng, dtype), CTYPE[dtype]
+    dtype, op, weighted, index = nth(variant, SCATTER_STRUCTURES)
+    t = CTYPE[dtype]
+    if dtype == "int32":
+        g = int_epilogue(index, int(rng.integers(2, 9)), int(rng.integers(1, 256)))
+    else:
+        g = float_epilogue(index, dtype, float(rng.uniform(0.5, 2.0)))
     h = "g(x[i]) * wt[i]" if weighted else "g(x[i])"
     xi = {"dist": "randint", "low": -1000, "high": 1000} if dtype == "int32" else None
     wi = {"dist": "randint", "low": -3, "high": 4} if dtype == "int32" else {"dist": "uniform", "low": 0, "high": 2}

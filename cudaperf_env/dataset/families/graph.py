@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from cudaperf_env.dataset.families.common import buffer, fill, impl, pick, scalar, task
+from cudaperf_env.dataset.families.common import buffer, fill, grid, impl, nth, scalar, task
 
 # (description of the output, per-vertex init of out[v], visit of edge e = (u -> v) from a frontier vertex u,
 #  per-vertex finish or ""); all outcomes are independent of the order of visits.
@@ -33,9 +33,19 @@ KINDS: dict[str, tuple[str, str, str, str]] = {
     "relax_max": ("out[v] = max(dist[v], max over edges e = (u -> v) from frontier vertices u of dist[u] + weight[e]) "
                   "(one longest-path relaxation from the frontier)", "out[v] = dist[v];",
                   "ATOMIC_MAX(&out[v], dist[u] + weight[e]);", ""),
+    "min_weight": ("out[v] = the smallest weight[e] over edges e = (u -> v) from frontier vertices u, or -1 when "
+                   "there is none", "out[v] = 0x7fffffff;", "ATOMIC_MIN(&out[v], weight[e]);",
+                   "if (out[v] == 0x7fffffff) out[v] = -1;"),
+    "xor_parents": ("out[v] = the bitwise xor of u over edges e = (u -> v) from frontier vertices u (0 when none)",
+                    "out[v] = 0;", "ATOMIC_XOR(&out[v], u);", ""),
+    "parent_bits": ("out[v] = the bitwise or of 1 << (u % 31) over edges e = (u -> v) from frontier vertices u",
+                    "out[v] = 0;", "ATOMIC_OR(&out[v], 1 << (u % 31));", ""),
 }  # fmt: skip
 FRONTIERS = {"eq": "level[u] == cur", "ge": "level[u] >= cur", "odd": "level[u] >= 0 && (level[u] & 1) == (cur & 1)",
-             "band": "level[u] == cur || level[u] == cur + 1"}
+             "band": "level[u] == cur || level[u] == cur + 1", "le": "level[u] >= 0 && level[u] <= cur",
+             "unvisited": "level[u] < 0", "mod3": "level[u] >= 0 && level[u] % 3 == cur % 3",
+             "near": "level[u] > cur - 2 && level[u] < cur + 2"}
+STRUCTURES = grid(sorted(KINDS), sorted(FRONTIERS))
 _SEQ = {
     "ATOMIC_ADD(&out[v], 1)": "out[v] += 1",
     "ATOMIC_ADD(&out[v], weight[e])": "out[v] += weight[e]",
@@ -43,12 +53,15 @@ _SEQ = {
     "ATOMIC_MAX(&out[v], u)": "if (u > out[v]) out[v] = u",
     "ATOMIC_MIN(&out[v], dist[u] + weight[e])": "if (dist[u] + weight[e] < out[v]) out[v] = dist[u] + weight[e]",
     "ATOMIC_MAX(&out[v], dist[u] + weight[e])": "if (dist[u] + weight[e] > out[v]) out[v] = dist[u] + weight[e]",
+    "ATOMIC_MIN(&out[v], weight[e])": "if (weight[e] < out[v]) out[v] = weight[e]",
+    "ATOMIC_XOR(&out[v], u)": "out[v] ^= u",
+    "ATOMIC_OR(&out[v], 1 << (u % 31))": "out[v] |= 1 << (u % 31)",
 }
 
 
 def frontier_step(rng: np.random.Generator, variant: int) -> dict[str, Any]:
     """Push from every frontier vertex u (a predicate of level[u]) along its out-edges; deterministic outputs."""
-    kind, fname = pick(rng, sorted(KINDS)), pick(rng, sorted(FRONTIERS))
+    kind, fname = nth(variant, STRUCTURES)
     what, init, visit, finish = KINDS[kind]
     ins = [buffer("rowptr", "in", "int32", ["V + 1"], {"dist": "csr_rowptr", "nnz": "E"}),
            buffer("colidx", "in", "int32", ["E"], {"dist": "randint", "low": 0, "high": "V"}),
@@ -62,8 +75,9 @@ def frontier_step(rng: np.random.Generator, variant: int) -> dict[str, Any]:
     seq_visit = visit
     for atomic, plain in _SEQ.items():
         seq_visit = seq_visit.replace(atomic, plain)
-    dev_visit = (visit.replace("ATOMIC_ADD", "atomicAdd").replace("ATOMIC_MIN", "atomicMin")
-                 .replace("ATOMIC_MAX", "atomicMax"))  # fmt: skip
+    dev_visit = visit
+    for name in ("ADD", "MIN", "MAX", "XOR", "OR"):
+        dev_visit = dev_visit.replace(f"ATOMIC_{name}", f"atomic{name.capitalize()}")
     kw = {"sig": sig, "call": call, "init": init, "visit": dev_visit, "seq_visit": seq_visit,
           "front": FRONTIERS[fname], "finish": finish or "(void)v;",
           "fin_launch": "finish_kernel<<<(nv + 255) / 256, 256>>>(" + call + ");" if finish else ""}  # fmt: skip

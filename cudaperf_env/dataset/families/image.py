@@ -1,4 +1,5 @@
-"""Image filters with clamped borders: box, gaussian, sharpen, laplacian, Sobel, dilate/erode; float or uint8."""
+"""Image filters with clamped or reflected borders: box, gaussian, sharpen, laplacian, Sobel, dilate/erode, then a
+pixel post-map; float or uint8."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from cudaperf_env.dataset.families.common import CTYPE, buffer, fill, impl, pick, scalar, task
+from cudaperf_env.dataset.families.common import CTYPE, buffer, fill, grid, impl, lit, nth, scalar, task
+from cudaperf_env.dataset.families.operators import FLOAT_POSTS, U8_POSTS
 
 _G3, _G5 = (1, 2, 1), (1, 4, 6, 4, 1)
 # name -> (kind, radius, weights (None: all ones), divisor, post)
@@ -70,52 +72,63 @@ def _off(var: str, d: int) -> str:
     return var if d == 0 else f"{var} + {d}" if d > 0 else f"{var} - {-d}"
 
 
+# Border rules: the coordinate read for an index outside [0, n).
+BORDERS = {"clamp": "$c = $c < 0 ? 0 : ($c >= $n ? $n - 1 : $c);",
+           "reflect": "$c = $c < 0 ? -$c - 1 : ($c >= $n ? 2 * $n - $c - 1 : $c);"}
+STRUCTURES = grid(sorted(FILTERS), ("float32", "uint8"), (1, 3), sorted(BORDERS), range(len(U8_POSTS)))
+
+
 def image_filter(rng: np.random.Generator, variant: int) -> dict[str, Any]:
-    """y = filter(x) on an h x w gray or interleaved RGB image, borders clamped, float32 or uint8."""
-    name, dtype, nc = pick(rng, sorted(FILTERS)), pick(rng, ("float32", "uint8")), int(pick(rng, (1, 3)))
+    """y = post(filter(x)) on an h x w gray or interleaved RGB image, borders clamped or reflected."""
+    name, dtype, nc, border, post_index = nth(variant, STRUCTURES)
     radius = FILTERS[name][1]
     t = CTYPE[dtype]
+    if dtype == "uint8":
+        post = fill(U8_POSTS[post_index], k=int(rng.integers(20, 200)), m=int(rng.integers(128, 400)))
+        post_fn = f"int post(int v) {{ return {post}; }}"
+    else:
+        post = fill(FLOAT_POSTS[post_index], c=lit(float(rng.uniform(1.1, 2.0)), "float32"))
+        post_fn = f"float post(float v) {{ return {post}; }}"
+    fold = fill(BORDERS[border], c="r", n="h") + "\n  " + fill(BORDERS[border], c="q", n="w")
     ref_value = _value(name, dtype, lambda a, b: f"at(x, h, w, {_off('r', a)}, {_off('q', b)}, ch)")
-    helpers = """static int sat(int v) { return v < 0 ? 0 : (v > 255 ? 255 : v); }
+    helpers = ("""static int sat(int v) { return v < 0 ? 0 : (v > 255 ? 255 : v); }
 static int imax(int a, int b) { return a > b ? a : b; }
 static int imin(int a, int b) { return a < b ? a : b; }
-""" if dtype == "uint8" else ""  # fmt: skip
+""" if dtype == "uint8" else "") + f"static {post_fn}\n"  # fmt: skip
     reference = fill("""#include <math.h>
 #include <stdlib.h>
 $helpers#define NC $nc
 static $T at(const $T* x, int h, int w, int r, int q, int ch) {
-  r = r < 0 ? 0 : (r >= h ? h - 1 : r);
-  q = q < 0 ? 0 : (q >= w ? w - 1 : q);
+  $fold
   return x[((long)r * w + q) * NC + ch];
 }
 static $T pixel(const $T* x, int h, int w, int r, int q, int ch) {
   $value
-  return ($T)v;
+  return ($T)post(v);
 }
 void filter(int h, int w, const $T* x, $T* y) {
   for (int r = 0; r < h; ++r)
     for (int q = 0; q < w; ++q)
       for (int ch = 0; ch < NC; ++ch) y[((long)r * w + q) * NC + ch] = pixel(x, h, w, r, q, ch);
-}""", helpers=helpers, nc=nc, T=t, value=ref_value)  # fmt: skip
-    dev_helpers = "" if dtype != "uint8" else """\
+}""", helpers=helpers, nc=nc, T=t, value=ref_value, fold=fold)  # fmt: skip
+    dev_helpers = ("" if dtype != "uint8" else """\
 __device__ __forceinline__ int sat(int v) { return min(max(v, 0), 255); }
 __device__ __forceinline__ int imax(int a, int b) { return max(a, b); }
 __device__ __forceinline__ int imin(int a, int b) { return min(a, b); }
-"""  # fmt: skip
+""") + f"__device__ __forceinline__ {post_fn}\n"  # fmt: skip
     cast = "(int)" if dtype == "uint8" else ""
     head = fill("""#include <math.h>
 typedef $T T;
 constexpr int NC = $nc, R = $R;
 ${helpers}__device__ __forceinline__ T at(const T* x, int h, int w, int r, int q, int ch) {
-  r = min(max(r, 0), h - 1);
-  q = min(max(q, 0), w - 1);
+  $fold
   return x[((long)r * w + q) * NC + ch];
 }
-""", T=t, nc=nc, R=radius, helpers=dev_helpers)  # fmt: skip
+""", T=t, nc=nc, R=radius, helpers=dev_helpers, fold=fold)  # fmt: skip
     glob = _value(name, dtype, lambda a, b: f"{cast}at(x, h, w, {_off('r', a)}, {_off('q', b)}, ch)")
     smem = _value(name, dtype, lambda a, b: f"{cast}s[ch][{_off('ty + R', a)}][{_off('tx + R', b)}]")
     head += fill("__device__ __forceinline__ T pixel(const T* x, int h, int w, int r, int q, int ch) {\n  $v\n"
-                 "  return (T)v;\n}\n", v=glob)  # fmt: skip
+                 "  return (T)post(v);\n}\n", v=glob)  # fmt: skip
     impls = [
         impl("naive", ["thread-per-output", "2d-grid"], head + _NAIVE),
         impl("smem_tile", ["shared-memory-tiling", "halo", "2d-grid"], head + fill(_SMEM, v=smem)),
@@ -130,9 +143,10 @@ ${helpers}__device__ __forceinline__ T at(const T* x, int h, int w, int r, int q
                 if dtype == "uint8" else "in float")  # fmt: skip
     return task(
         name="image_filter", family="image_filter", entry="filter", args=args,
-        description=f"{name} filter of a row-major h x w {layout} {dtype} image with clamped borders (reads outside "
-        f"the image take the nearest edge pixel); each output pixel is {ref_value} with at(r, q) the clamped input "
-        f"pixel, {out_rule}.",
+        description=f"{name} filter of a row-major h x w {layout} {dtype} image with {border}ed borders (a read at "
+        f"(r, q) outside the image first maps r and q by {{ {fold} }}); each output pixel is post(v) with post(v) "
+        f"= {post} and v from {{ {' '.join(ref_value.split())} }}, at(r, q) the border-mapped input pixel, "
+        f"{out_rule}.",
         configs=[{"H": 64, "W": 64}, {"H": 127, "W": 93}, {"H": 256, "W": 300}], hidden=[{"H": 101, "W": 77}],
         perf=[{"H": 4096, "W": 4096}], reference=reference, implementations=impls,
         tolerance={"rtol": 1.0e-4, "atol": 1.0e-5} if dtype == "float32" else None,
@@ -151,7 +165,7 @@ extern "C" void filter(int h, int w, const T* x, T* y) {
 }
 """
 _SMEM = """
-// A 16 x 16 pixel tile plus a clamped halo of R, every channel, staged in shared memory.
+// A 16 x 16 pixel tile plus a border-mapped halo of R, every channel, staged in shared memory.
 constexpr int B = 16;
 __global__ void filter_tile(int h, int w, const T* x, T* y) {
   __shared__ T s[NC][B + 2 * R][B + 2 * R + 1];
@@ -164,7 +178,7 @@ __global__ void filter_tile(int h, int w, const T* x, T* y) {
   if (r >= h || q >= w) return;
   for (int ch = 0; ch < NC; ++ch) {
     $v
-    y[((long)r * w + q) * NC + ch] = (T)v;
+    y[((long)r * w + q) * NC + ch] = (T)post(v);
   }
 }
 extern "C" void filter(int h, int w, const T* x, T* y) {

@@ -6,10 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from cudaperf_env.dataset.families.common import CTYPE, TOL_MAP, buffer, fill, impl, pick, scalar, task
-from cudaperf_env.dataset.families.elementwise import to_double
+from cudaperf_env.dataset.families.common import CTYPE, TOL_MAP, buffer, fill, grid, impl, nth, scalar, task
+from cudaperf_env.dataset.families.operators import FLOAT_EPILOGUES, float_epilogue, to_double
 
-EPILOGUES = ("v", "fmaxf(v, 0.0f)", "tanhf(v)", "v / (1.0f + fabsf(v))")
 # kind -> (value of output element (row i * p + k, column j * q + l), a shape, b shape, symbols of n, q).
 KRON_KINDS: dict[str, tuple[str, list[str], list[str], str, str | int]] = {
     "kron": ("alpha * a[(long)i * n + j] * b[(long)k * q + l]", ["M", "N"], ["P", "Q"], "N", "Q"),
@@ -18,6 +17,7 @@ KRON_KINDS: dict[str, tuple[str, list[str], list[str], str, str | int]] = {
     "kron_sum": ("alpha * ((k == l ? a[(long)i * n + j] : 0) + (i == j ? b[(long)k * q + l] : 0))",
                  ["M", "M"], ["P", "P"], "M", "P"),
 }  # fmt: skip
+KRON_STRUCTURES = grid(sorted(KRON_KINDS), ("float32", "float64"), range(len(FLOAT_EPILOGUES)))
 _KRON_CONFIGS = {
     "MNPQ": ([{"M": 5, "N": 7, "P": 9, "Q": 11}, {"M": 16, "N": 16, "P": 16, "Q": 16},
               {"M": 33, "N": 17, "P": 13, "Q": 31}], [{"M": 9, "N": 31, "P": 7, "Q": 5}],
@@ -30,11 +30,10 @@ _KRON_CONFIGS = {
 
 def kron(rng: np.random.Generator, variant: int) -> dict[str, Any]:
     """c[(i * p + k) * (n * q) + j * q + l] = epilogue(value(i, j, k, l)) for a Kronecker-structured product."""
-    kind, dtype = pick(rng, sorted(KRON_KINDS)), pick(rng, ("float32", "float64"))
+    kind, dtype, index = nth(variant, KRON_STRUCTURES)
     value, a_shape, b_shape, n_sym, q_sym = KRON_KINDS[kind]
     t = CTYPE[dtype]
-    epi = pick(rng, EPILOGUES)
-    epi = to_double(epi) if dtype == "float64" else epi
+    epi = float_epilogue(index, dtype, float(rng.uniform(0.5, 2.0)))
     syms = "MNPQ" if kind in ("kron", "kron_add") else "MNP" if kind == "khatri_rao" else "MP"
     configs, hidden, perf = _KRON_CONFIGS[syms]
     sig = f"int m, int n, int p, int q, {t} alpha, const {t}* a, const {t}* b, {t}* c"
@@ -135,25 +134,31 @@ SYM_KINDS = {
     "fill_from_lower": "alpha * (i >= j ? aij : aji)",
     "fill_from_upper": "alpha * (i <= j ? aij : aji)",
 }
+SYM_STRUCTURES = grid(sorted(SYM_KINDS), ("float32", "float64"), (False, True), range(len(FLOAT_EPILOGUES)))
 
 
 def sym_band(rng: np.random.Generator, variant: int) -> dict[str, Any]:
     """out[i][j] = f(a[i][j], a[j][i], i, j): symmetrization, skew part, band masks and triangle mirroring."""
-    kind, dtype = pick(rng, sorted(SYM_KINDS)), pick(rng, ("float32", "float64"))
+    kind, dtype, accumulate, index = nth(variant, SYM_STRUCTURES)
     t = CTYPE[dtype]
     value = to_double(SYM_KINDS[kind]) if dtype == "float64" else SYM_KINDS[kind]
-    band, accumulate = "band" in kind, bool(rng.integers(0, 2))
+    epi = float_epilogue(index, dtype, float(rng.uniform(0.5, 2.0)))
+    band = "band" in kind
     lohi = "int lo, int hi, " if band else ""
     kw = {"T": t, "value": value, "sig": f"int n, {lohi}{t} alpha, const {t}* a, {t}* out",
           "call": f"n, {'lo, hi, ' if band else ''}alpha, a, out", "lohi": lohi,
-          "op": "+=" if accumulate else "="}  # fmt: skip
-    head = fill("""__device__ __forceinline__ $T sval($lohi$T alpha, $T aij, $T aji, int i, int j) { return $value; }
+          "op": "+=" if accumulate else "=", "epi": epi}  # fmt: skip
+    head = fill("""#include <math.h>
+__device__ __forceinline__ $T epilogue($T v) { return $epi; }
+__device__ __forceinline__ $T sval($lohi$T alpha, $T aij, $T aji, int i, int j) { return epilogue($value); }
 """, **kw)  # fmt: skip
-    reference = fill("""void sym_band($sig) {
+    reference = fill("""#include <math.h>
+static $T epilogue($T v) { return $epi; }
+void sym_band($sig) {
   for (int i = 0; i < n; ++i)
     for (int j = 0; j < n; ++j) {
       $T aij = a[(long)i * n + j], aji = a[(long)j * n + i];
-      out[(long)i * n + j] $op $value;
+      out[(long)i * n + j] $op epilogue($value);
     }
 }""", **kw)  # fmt: skip
     kw["pass"] = "lo, hi, " if band else ""
@@ -170,7 +175,8 @@ def sym_band(rng: np.random.Generator, variant: int) -> dict[str, Any]:
     return task(
         name=f"sym_band_{kind}", family="sym_band", entry="sym_band", args=args,
         description=f"Structured copy of an n x n row-major matrix ({kind}, {dtype}): "
-        f"out[i * n + j] {kw['op']} {value} with aij = a[i * n + j] and aji = a[j * n + i].",
+        f"out[i * n + j] {kw['op']} epilogue({value}) with aij = a[i * n + j], aji = a[j * n + i] and "
+        f"epilogue(v) = {epi}.",
         configs=[{"N": 33}, {"N": 129}, {"N": 500}], hidden=[{"N": 257}], perf=[{"N": 8192}],
         reference=reference, implementations=impls, tolerance=TOL_MAP[dtype],
     )  # fmt: skip

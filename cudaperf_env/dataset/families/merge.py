@@ -1,4 +1,4 @@
-"""Stable merge of two sorted arrays: merged values and/or the source index of each output, ties a- or b-first."""
+"""Stable merge of two sorted arrays by a monotone key: merged values and/or source indices, ties a- or b-first."""
 
 from __future__ import annotations
 
@@ -6,25 +6,33 @@ from typing import Any
 
 import numpy as np
 
-from cudaperf_env.dataset.families.common import CTYPE, buffer, fill, impl, pick, scalar, task
+from cudaperf_env.dataset.families.common import CTYPE, buffer, fill, grid, impl, nth, pick, scalar, task
+from cudaperf_env.dataset.families.operators import spell
 
 OUTPUTS = ("values", "source", "both")
 # Value range of both inputs per total size (many ties, about one tie per value, few ties).
 DENSITY = ("(M + N) // 8 + 1", "M + N", "8 * (M + N)")
+# Merge keys, non-decreasing functions of the value (so sorted inputs stay sorted by key): int and float spellings.
+KEYS = {"value": ("x", "x"), "coarse": ("x >> 2", "floorf(x * 0.25f)"),
+        "capped": ("x < $cap ? x : $cap", "fminf(x, $cap.0f)")}
+STRUCTURES = grid(("int32", "float32", "float64"), OUTPUTS, (True, False), sorted(KEYS))
 
 
 def merge_sorted(rng: np.random.Generator, variant: int) -> dict[str, Any]:
-    """c = the stable merge of sorted a (m) and b (n); src[k] = i for a[i], m + j for b[j]; ties a- or b-first."""
-    dtype, out_mode, a_first = pick(rng, ("int32", "float32", "float64")), pick(rng, OUTPUTS), bool(rng.integers(0, 2))
+    """c = the stable merge of sorted a (m) and b (n) by key(x); src[k] = i for a[i], m + j for b[j]."""
+    dtype, out_mode, a_first, key_name = nth(variant, STRUCTURES)
     high = pick(rng, DENSITY)
     t = CTYPE[dtype]
+    key = fill(KEYS[key_name][dtype != "int32"], cap=int(rng.integers(200, 2000)))
+    key = spell(key, dtype)
     outs = ([f"{t}* c"] if out_mode != "source" else []) + (["int* src"] if out_mode != "values" else [])
     sig = f"int m, int n, const {t}* a, const {t}* b, " + ", ".join(outs)
     call = "m, n, a, b, " + ", ".join(o.split("* ")[1] for o in outs)
     store = " ".join((["c[$o] = $v;"] if out_mode != "source" else []) + (["src[$o] = $f;"] if out_mode != "values"
                                                                            else []))  # fmt: skip
-    helpers = (f"// Does a's element x go before b's element y in the merged output?\n"
-               f"$Q int take_a({t} x, {t} y) {{ return x {'<=' if a_first else '<'} y; }}\n")  # fmt: skip
+    helpers = (f"#include <math.h>\n$Q {t} key({t} x) {{ return {key}; }}\n"
+               f"// Does a's element x go before b's element y in the merged output?\n"
+               f"$Q int take_a({t} x, {t} y) {{ return key(x) {'<=' if a_first else '<'} key(y); }}\n")  # fmt: skip
     head = helpers.replace("$Q", "__device__ __forceinline__") + _MERGE_PATH
     kw = {"T": t, "sig": sig, "call": call}
     impls = [
@@ -50,9 +58,10 @@ def merge_sorted(rng: np.random.Generator, variant: int) -> dict[str, Any]:
     }[out_mode]
     return task(
         name="merge_sorted", family="merge_sorted", entry="merge_sorted", args=args,
-        description=f"Stable merge of two non-decreasing {dtype} arrays a (m >= 1 elements) and b (n >= 1): the k-th "
-        f"output element (k < m + n) is the k-th of the merged order, which keeps each input's order and on equal "
-        f"values puts {'a' if a_first else 'b'}'s elements first; {produce}.",
+        description=f"Stable merge by key(x) = {key} of two {dtype} arrays a (m >= 1 elements) and b (n >= 1), "
+        f"both non-decreasing (so also by key): the k-th output element (k < m + n) is the k-th of the merged "
+        f"order, which keeps each input's order and on equal keys puts {'a' if a_first else 'b'}'s elements "
+        f"first; {produce}.",
         configs=[{"M": 1000, "N": 777}, {"M": 4097, "N": 5003}, {"M": 100003, "N": 65537}],
         hidden=[{"M": 30011, "N": 9999}], perf=[{"M": 1 << 24, "N": 1 << 24}, {"M": 1 << 25, "N": 1 << 20}],
         reference=helpers.replace("$Q", "static") + fill(_REF, sig=sig, store=fill(store, o="k", v="v", f="f"), T=t),

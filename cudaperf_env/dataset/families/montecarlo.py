@@ -6,14 +6,19 @@ from typing import Any
 
 import numpy as np
 
-from cudaperf_env.dataset.families.common import CTYPE, buffer, fill, impl, params, pick, scalar, task
-from cudaperf_env.dataset.families.elementwise import to_double
+from cudaperf_env.dataset.families.common import CTYPE, buffer, fill, impl, nth, params, pick, scalar, task
+from cudaperf_env.dataset.families.operators import to_double
 
 # 32-bit mixers (unsigned arithmetic wraps identically in C and CUDA).
 MIXERS = {
     "fmix32": "h ^= h >> 16; h *= 0x85ebca6bu; h ^= h >> 13; h *= 0xc2b2ae35u; h ^= h >> 16; return h;",
     "pcg": "unsigned int s = h * 747796405u + 2891336453u;\n"
            "  unsigned int w = ((s >> ((s >> 28) + 4u)) ^ s) * 277803737u;\n  return (w >> 22) ^ w;",
+    "wang": "h = (h ^ 61u) ^ (h >> 16); h *= 9u; h = h ^ (h >> 4); h *= 0x27d4eb2du; h = h ^ (h >> 15); return h;",
+    "xorshift": "h ^= h << 13; h ^= h >> 17; h ^= h << 5; return h;",
+    "jenkins": "h = (h + 0x7ed55d16u) + (h << 12); h = (h ^ 0xc761c23cu) ^ (h >> 19);\n"
+               "  h = (h + 0x165667b1u) + (h << 5); h = (h + 0xd3a2646cu) ^ (h << 9);\n"
+               "  h = (h + 0xfd7046c5u) + (h << 3); h = (h ^ 0xb55a4f09u) ^ (h >> 16); return h;",
 }  # fmt: skip
 # Integrands of x (float32 spelling).
 INTEGRANDS = ("sinf(x)", "expf(-x * x)", "1.0f / (1.0f + x * x)", "sqrtf(fabsf(x))", "x * x * x - x",
@@ -22,6 +27,10 @@ INTEGRANDS = ("sinf(x)", "expf(-x * x)", "1.0f / (1.0f + x * x)", "sqrtf(fabsf(x
 PREDICATES = ("u1 * u1 + u2 * u2", "u1 * u2 * 2", "(u1 + u2) * (u1 + u2) / 2",
               "(u1 > u2 ? u1 * u1 : u2 * u2) * 2", "(u1 > u2 ? u1 - u2 : u2 - u1) * 8192")  # fmt: skip
 STEPS = ("(int)(h % 3u) - 1", "(int)(h & 1u) * 2 - 1", "(int)(h % 5u) - 2", "(h & 3u) == 0 ? 3 : -1")
+# (kind, index of the integrand / step / statistic, output dtype, mixer)
+_KINDS = (("integrate", len(INTEGRANDS), ("float32", "float64")), ("walk", len(STEPS), ("int32",)),
+          ("hits", len(PREDICATES), ("int32",)), ("hits_total", len(PREDICATES), ("int32",)))
+STRUCTURES = [(k, i, d, m) for m in sorted(MIXERS) for k, n, dtypes in _KINDS for i in range(n) for d in dtypes]
 _TOL = {"float32": {"rtol": 1.0e-4, "atol": 1.0e-5}, "float64": {"rtol": 1.0e-10, "atol": 1.0e-12}}
 _HEAD = """
 $Q unsigned int mix(unsigned int h) {
@@ -36,12 +45,11 @@ $Q unsigned int draw(int seed, int i, int s) {
 
 def montecarlo(rng: np.random.Generator, variant: int) -> dict[str, Any]:
     """Per-element Monte-Carlo estimate: an integral, a hit count or a random walk, or the total hit count."""
-    kind, mixer = pick(rng, ("integrate", "hits", "walk", "hits_total")), pick(rng, sorted(MIXERS))
-    dtype = pick(rng, ("float32", "float64")) if kind == "integrate" else "int32"
+    kind, index, dtype, mixer = nth(variant, STRUCTURES)
     t = CTYPE[dtype]
     samples = int(pick(rng, (16, 33, 48, 64, 100)))
     if kind == "integrate":
-        f = pick(rng, INTEGRANDS)
+        f = INTEGRANDS[index]
         f = to_double(f) if dtype == "float64" else f
         ins = [
             buffer("lo", "in", dtype, ["N"]),
@@ -56,14 +64,14 @@ def montecarlo(rng: np.random.Generator, variant: int) -> dict[str, Any]:
         what = (f"out[i] = width[i] * mean over s < samples of f(lo[i] + width[i] * u_s) with f(x) = {f} and "
                 f"u_s = (draw(seed, i, s) >> 8) * 2^-24")  # fmt: skip
     elif kind == "walk":
-        step = pick(rng, STEPS)
+        step = STEPS[index]
         ins = [buffer("lo", "in", "int32", ["N"], {"dist": "randint", "low": -100, "high": 100})]
         contrib = (f"$Q int contrib(int seed, int i, int s, const int* lo) {{\n"
                    f"  unsigned int h = draw(seed, i, s);\n  return {step};\n}}\n"
                    "$Q int finish(int acc, int i, int samples, const int* lo) { return lo[i] + acc; }\n")  # fmt: skip
         what = f"out[i] = lo[i] + sum over s < samples of step(h) with h = draw(seed, i, s), step(h) = {step}"
     else:
-        stat = pick(rng, PREDICATES)
+        stat = PREDICATES[index]
         ins = [buffer("lo", "in", "int32", ["N"], {"dist": "randint", "low": 0, "high": 1 << 25})]
         contrib = (f"$Q int contrib(int seed, int i, int s, const int* lo) {{\n"
                    f"  int u1 = (int)(draw(seed, i, 2 * s) >> 20), u2 = (int)(draw(seed, i, 2 * s + 1) >> 20);\n"

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from cudaperf_env.dataset.families.common import CTYPE, buffer, fill, impl, lit, pick, scalar, task
-from cudaperf_env.dataset.families.elementwise import to_double
+from cudaperf_env.dataset.families.common import CTYPE, buffer, fill, grid, impl, lit, nth, scalar, task
+from cudaperf_env.dataset.families.operators import to_double
 
 # Pair weight as a function of the softened squared distance r2 (float32 spelling); $c is a constant.
 KERNELS = {
@@ -20,13 +20,13 @@ KERNELS = {
     "plummer_soft": "r2 / ((r2 + $c) * (r2 + $c))",
 }
 PREFACTORS = {"one": "1.0f", "own_mass": "mass[i]", "minus_own_mass": "-mass[i]", "scaled": "$g"}
+STRUCTURES = grid(("float32", "float64"), (2, 3), (False, True), sorted(KERNELS), (False, True), sorted(PREFACTORS))
 _TOL = {"float32": {"rtol": 1.0e-3, "atol": 1.0e-3}, "float64": {"rtol": 1.0e-9, "atol": 1.0e-9}}
 
 
 def nbody(rng: np.random.Generator, variant: int) -> dict[str, Any]:
     """out[i] = pre_i * sum_j mass[j] * w(r2_ij) (* d_ij for vector outputs), r2 = |p_j - p_i|^2 + eps2."""
-    dtype, dims, soa = pick(rng, ("float32", "float64")), int(pick(rng, (2, 3))), bool(rng.integers(0, 2))
-    kname, vector, pname = pick(rng, sorted(KERNELS)), bool(rng.integers(0, 2)), pick(rng, sorted(PREFACTORS))
+    dtype, dims, soa, kname, vector, pname = nth(variant, STRUCTURES)
     conv = to_double if dtype == "float64" else (lambda e: e)
     kern = conv(fill(KERNELS[kname], c=lit(float(rng.uniform(0.5, 3.0)), "float32")))
     pre = conv(fill(PREFACTORS[pname], g=lit(float(rng.uniform(-2.0, 2.0)), "float32")))

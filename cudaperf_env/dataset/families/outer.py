@@ -6,10 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from cudaperf_env.dataset.families.common import CTYPE, TOL_MAP, buffer, fill, impl, lit, pick, scalar, task
-from cudaperf_env.dataset.families.elementwise import to_double
+from cudaperf_env.dataset.families.common import CTYPE, TOL_MAP, buffer, fill, grid, impl, nth, scalar, task
+from cudaperf_env.dataset.families.operators import FLOAT_EPILOGUES, float_epilogue
 
-EPILOGUES = ("v", "fmaxf(v, 0.0f)", "tanhf(v)", "v / (1.0f + fabsf(v))", "fminf(fmaxf(v, -$c), $c)")
 # kind -> (value of element (i, j) before the epilogue, whether a is updated in place, square)
 KINDS = {
     "ger": ("a[(long)i * n + j] + alpha * x[i] * y[j]", True, False),
@@ -17,15 +16,15 @@ KINDS = {
     "outer": ("alpha * x[i] * y[j]", False, False),
     "syr2": ("a[(long)i * n + j] + alpha * (x[i] * y[j] + y[i] * x[j])", True, True),
 }
+STRUCTURES = grid(sorted(KINDS), ("float32", "float64"), range(len(FLOAT_EPILOGUES)))
 
 
 def ger(rng: np.random.Generator, variant: int) -> dict[str, Any]:
     """out[i][j] = epilogue(value(i, j)) with value a rank-1 (ger, outer) or rank-2 (syr2) update of A."""
-    kind, dtype = pick(rng, sorted(KINDS)), pick(rng, ("float32", "float64"))
+    kind, dtype, index = nth(variant, STRUCTURES)
     value, inplace, square = KINDS[kind]
     t = CTYPE[dtype]
-    epi = fill(pick(rng, EPILOGUES), c=lit(float(rng.uniform(0.5, 3.0)), "float32"))
-    epi = to_double(epi) if dtype == "float64" else epi
+    epi = float_epilogue(index, dtype, float(rng.uniform(0.5, 3.0)))
     rows = "N" if square else "M"
     args: list[dict[str, Any]] = [scalar("m", "int32", rows), scalar("n", "int32", "N"),
                                   scalar("alpha", dtype, round(float(rng.uniform(-2.0, 2.0)), 3))]  # fmt: skip

@@ -1,4 +1,5 @@
-"""Data permutations: reverse, roll, interleave / deinterleave, tile transposes and channel shuffles."""
+"""Data permutations: reverse, roll, (de)interleave, tile transposes, channel shuffles, 3-D axis permutations,
+pixel shuffles, flips, rotations and even-odd splits."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from cudaperf_env.dataset.families.common import buffer, fill, impl, params, pick, scalar, task
+from cudaperf_env.dataset.families.common import buffer, fill, grid, impl, nth, params, pick, scalar, task
 
 _INIT = {"uint8": {"dist": "randint", "low": 0, "high": 256}, "int32": {"dist": "randint", "low": -1000, "high": 1000}}
 
@@ -40,7 +41,85 @@ _ROWS = ([{"R": 3, "C": 5}, {"R": 129, "C": 257}, {"R": 1001, "C": 999}], [{"R":
          [{"R": 16384, "C": 4096}, {"R": 4097, "C": 16385}])  # fmt: skip
 
 
+_AXES_CFG = ([{"A": 3, "B": 5, "C": 7}, {"A": 16, "B": 33, "C": 65}, {"A": 64, "B": 129, "C": 127}],
+             [{"A": 9, "B": 31, "C": 17}], [{"A": 256, "B": 512, "C": 513}, {"A": 1024, "B": 64, "C": 1025}])
+_IMAGE_CFG = ([{"C": 3, "H": 5, "W": 7}, {"C": 4, "H": 33, "W": 65}, {"C": 8, "H": 127, "W": 129}],
+              [{"C": 3, "H": 31, "W": 17}], [{"C": 64, "H": 512, "W": 513}, {"C": 3, "H": 4096, "W": 4097}])
+
+
+def _axes(order: tuple[int, int, int], dtype: str) -> Perm:
+    """out = x (da x db x dc, row-major) with its axes permuted: out axis k is x axis order[k]."""
+    dims, coords = ("da", "db", "dc"), ("a", "b", "c")
+    od = [dims[k] for k in order]  # output extents
+    inv = [order.index(k) for k in range(3)]  # output axis of each input axis
+    u = [f"u{k}" for k in range(3)]
+    gather = (f"int u2 = o % {od[2]}, u1 = o / {od[2]} % {od[1]}, u0 = o / ({od[2]} * {od[1]}); "
+              f"out[o] = x[((long){u[inv[0]]} * db + {u[inv[1]]}) * dc + {u[inv[2]]}];")  # fmt: skip
+    scatter = (f"int c = i % dc, b = i / dc % db, a = i / (dc * db); "
+               f"out[((long){coords[order[0]]} * {od[1]} + {coords[order[1]]}) * {od[2]} + {coords[order[2]]}] = x[i];")
+    args = [scalar("da", "int32", "A"), scalar("db", "int32", "B"), scalar("dc", "int32", "C"),
+            buffer("x", "in", dtype, ["A", "B", "C"], _INIT.get(dtype)),
+            buffer("out", "out", dtype, [d[1].upper() for d in od])]  # fmt: skip
+    what = (f"axis permutation ({', '.join(map(str, order))}) of the da x db x dc row-major tensor x: out has "
+            f"extents {' x '.join(od)} and out[{']['.join(coords[k] for k in order)}] = x[a][b][c]")
+    return Perm(args, "da * db * dc", gather, "da * db * dc", scatter, what, _AXES_CFG)
+
+
+def _pixel_shuffle(name: str, dtype: str, s: int) -> Perm:
+    """depth_to_space: x (c*s*s) x h x w -> out c x (h*s) x (w*s); space_to_depth is its inverse."""
+    small = ["C", f"H * {s}", f"W * {s}"]
+    deep = [f"C * {s * s}", "H", "W"]
+    to_space = name == "depth_to_space"
+    deep_at = f"(((long)ch * {s * s} + (oh % {s}) * {s} + ow % {s}) * h + oh / {s}) * w + ow / {s}"
+    space_at = f"((long)c2 * h * {s} + hh * {s} + k / {s}) * (w * {s}) + ww * {s} + k % {s}"
+    from_space = f"int ow = $v % (w * {s}), oh = $v / (w * {s}) % (h * {s}), ch = $v / ((long)w * {s} * h * {s}); "
+    from_deep = f"int ww = $v % w, hh = $v / w % h, c2 = $v / (w * h) / {s * s}, k = $v / (w * h) % {s * s}; "
+    if to_space:
+        gather = fill(from_space, v="o") + f"out[o] = x[{deep_at}];"
+        scatter = fill(from_deep, v="i") + f"out[{space_at}] = x[i];"
+    else:
+        gather = fill(from_deep, v="o") + f"out[o] = x[{space_at}];"
+        scatter = fill(from_space, v="i") + f"out[{deep_at}] = x[i];"
+    args = [scalar("c", "int32", "C"), scalar("h", "int32", "H"), scalar("w", "int32", "W"),
+            buffer("x", "in", dtype, deep if to_space else small, _INIT.get(dtype)),
+            buffer("out", "out", dtype, small if to_space else deep)]  # fmt: skip
+    what = (f"{name.replace('_', ' ')} with block {s}: the (c*{s * s}) x h x w tensor D and the c x (h*{s}) x "
+            f"(w*{s}) tensor S (both row-major) correspond by S[ch][y*{s} + i][q*{s} + j] = "
+            f"D[ch*{s * s} + i*{s} + j][y][q]; "
+            f"x is {'D, out is S' if to_space else 'S, out is D'}")
+    return Perm(args, f"c * h * w * {s * s}", gather, f"c * h * w * {s * s}", scatter, what, _IMAGE_CFG)
+
+
+def _extra(name: str, dtype: str) -> Perm:
+    """Row flips, 90-degree rotation, and the even-odd split of a sequence."""
+    x = buffer("x", "in", dtype, ["R", "C"], _INIT.get(dtype))
+    rc = [scalar("rows", "int32", "R"), scalar("cols", "int32", "C")]
+    if name == "flip_rows":
+        return Perm([*rc, x, buffer("out", "out", dtype, ["R", "C"])], "rows * cols",
+                    "out[o] = x[(long)(rows - 1 - o / cols) * cols + o % cols];", "rows * cols",
+                    "out[(long)(rows - 1 - i / cols) * cols + i % cols] = x[i];",
+                    "out[r][c] = x[rows - 1 - r][c] (rows x cols row-major, row order reversed)", _ROWS)  # fmt: skip
+    if name == "rotate90":
+        return Perm([*rc, x, buffer("out", "out", dtype, ["C", "R"])], "rows * cols",
+                    "int c = o / rows, q = o % rows; out[o] = x[(long)(rows - 1 - q) * cols + c];", "rows * cols",
+                    "int r = i / cols, c = i % cols; out[(long)c * rows + rows - 1 - r] = x[i];",
+                    "x is rows x cols, out is cols x rows (row-major) with out[c][rows - 1 - r] = x[r][c] "
+                    "(a clockwise quarter turn)", _ROWS)  # fmt: skip
+    xs = buffer("x", "in", dtype, ["N"], _INIT.get(dtype))
+    return Perm([scalar("n", "int32", "N"), xs, buffer("out", "out", dtype, ["N"])], "n",
+                "int h = (n + 1) / 2; out[o] = o < h ? x[2 * o] : x[2 * (o - h) + 1];", "n",
+                "int h = (n + 1) / 2; out[i % 2 ? h + i / 2 : i / 2] = x[i];",
+                "even-odd split: out holds x's even-indexed elements in order, then its odd-indexed ones "
+                "(out[o] = x[2o] for o < (n + 1) / 2, then x[1], x[3], ...)", _FLAT)  # fmt: skip
+
+
 def _kind(name: str, dtype: str, rng: np.random.Generator) -> Perm:
+    if name.startswith("axes_"):
+        return _axes(tuple(int(c) for c in name[5:]), dtype)  # type: ignore[arg-type]
+    if name in ("depth_to_space", "space_to_depth"):
+        return _pixel_shuffle(name, dtype, int(pick(rng, (2, 3, 4))))
+    if name in ("flip_rows", "rotate90", "even_odd"):
+        return _extra(name, dtype)
     x, t = buffer("x", "in", dtype, ["N"], _INIT.get(dtype)), dtype
     if name == "reverse":
         return Perm(
@@ -193,12 +272,23 @@ KINDS = (
     "deinterleave3",
     "tile_transpose",
     "channel_shuffle",
+    "axes_021",
+    "axes_102",
+    "axes_120",
+    "axes_201",
+    "axes_210",
+    "depth_to_space",
+    "space_to_depth",
+    "flip_rows",
+    "rotate90",
+    "even_odd",
 )
+STRUCTURES = grid(KINDS, ("float32", "float64", "int32", "uint8"))
 
 
 def permute(rng: np.random.Generator, variant: int) -> dict[str, Any]:
     """A pure data movement: every output element is one input element (gather) or vice versa (scatter)."""
-    name, dtype = pick(rng, KINDS), pick(rng, ("float32", "float64", "int32", "uint8"))
+    name, dtype = nth(variant, STRUCTURES)
     p = _kind(name, dtype, rng)
     sig = params(p.args)
     call = ", ".join(a["name"] for a in p.args)

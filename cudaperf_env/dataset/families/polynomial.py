@@ -7,10 +7,12 @@ from typing import Any
 
 import numpy as np
 
-from cudaperf_env.dataset.families.common import CTYPE, buffer, fill, impl, lit, pick, scalar, task
+from cudaperf_env.dataset.families.common import CTYPE, buffer, fill, grid, impl, lit, nth, scalar, task
+from cudaperf_env.dataset.families.operators import FLOAT_EPILOGUES, float_epilogue
 
 _TOL = {"float32": {"rtol": 1.0e-4, "atol": 1.0e-5}, "float64": {"rtol": 1.0e-10, "atol": 1.0e-12}}
 KINDS = ("horner", "rational", "chebyshev", "with_derivative", "coef_table", "row_coefs")
+STRUCTURES = grid(KINDS, ("float32", "float64"), range(len(FLOAT_EPILOGUES)))
 
 
 def _horner(coefs: Sequence[str], var: str, acc: str = "r") -> str:
@@ -73,20 +75,22 @@ def _baked(rng: np.random.Generator, kind: str, t: str, dtype: str) -> tuple[str
 
 def polynomial(rng: np.random.Generator, variant: int) -> dict[str, Any]:
     """y = f(x) elementwise for a polynomial / rational / Chebyshev f, with coefficients in code or in a table."""
-    kind, dtype = pick(rng, KINDS), pick(rng, ("float32", "float64"))
+    kind, dtype, index = nth(variant, STRUCTURES)
     t = CTYPE[dtype]
     xin = {"dist": "uniform", "low": -1, "high": 1}
+    post = fill("$Q $T post($T v) { return $epi; }\n", Q="$Q", T=t,
+                epi=float_epilogue(index, dtype, float(rng.uniform(0.5, 2.0))))
     if kind in ("coef_table", "row_coefs"):
-        return _table_task(kind, dtype, t, int(rng.integers(3, 17)), xin)
+        return _table_task(kind, dtype, t, int(rng.integers(3, 17)), xin, post)
     naive, alt, what = _baked(rng, kind, t, dtype)
     deriv = kind == "with_derivative"
     extra = f", {t}* dy" if deriv else ""
     sig = f"int n, const {t}* x, {t}* y" + (f", {t}* dy" if deriv else "")
     call = "n, x, y" + (", dy" if deriv else "")
-    store = "y[i] = f(x[i]" + (", &dy[i])" if deriv else ")")
+    store = "y[i] = post(f(x[i]" + (", &dy[i]))" if deriv else "))")
     kw = {"sig": sig, "call": call, "store": store, "T": t}
     fn = f"$Q {t} f({t} x{extra}) {{ $body }}\n"
-    head = "#include <math.h>\n" + fn.replace("$Q", "__device__ __forceinline__")
+    head = "#include <math.h>\n" + (post + fn).replace("$Q", "__device__ __forceinline__")
     impls = [
         impl(
             "naive",
@@ -106,18 +110,20 @@ def polynomial(rng: np.random.Generator, variant: int) -> dict[str, Any]:
     ]
     outs = [buffer("y", "out", dtype, ["N"])] + ([buffer("dy", "out", dtype, ["N"])] if deriv else [])
     args = [scalar("n", "int32", "N"), buffer("x", "in", dtype, ["N"], xin), *outs]
-    reference = "#include <math.h>\n" + fill(fn.replace("$Q", "static"), body=naive) + fill(_REF, **kw)
+    reference = "#include <math.h>\n" + fill((post + fn).replace("$Q", "static"), body=naive) + fill(_REF, **kw)
     return task(
         name=f"poly_{kind}", family="polynomial", entry="polyval", args=args,
         description=f"Elementwise polynomial evaluation ({dtype}, {kind.replace('_', ' ')}) over n inputs in "
-        f"[-1, 1]: {what}. Any evaluation scheme is accepted within the tolerance.",
+        f"[-1, 1]: {what}, then y[i] is replaced by post(y[i]) with "
+        f"{{ {' '.join(post.replace('$Q', 'static').split())} }}. Any evaluation scheme is accepted within the "
+        f"tolerance.",
         configs=[{"N": 1000}, {"N": 4099}, {"N": 1000003}], hidden=[{"N": 77777}],
         perf=[{"N": 1 << 26}, {"N": 50000017}],
         reference=reference, implementations=impls, tolerance=_TOL[dtype],
     )  # fmt: skip
 
 
-def _table_task(kind: str, dtype: str, t: str, deg: int, xin: dict[str, Any]) -> dict[str, Any]:
+def _table_task(kind: str, dtype: str, t: str, deg: int, xin: dict[str, Any], post: str) -> dict[str, Any]:
     rows = kind == "row_coefs"
     cin = {"dist": "uniform", "low": -1, "high": 1}
     if rows:
@@ -139,13 +145,14 @@ def _table_task(kind: str, dtype: str, t: str, deg: int, xin: dict[str, Any]) ->
         cfg = {"configs": [{"N": 1000}, {"N": 4099}, {"N": 1000003}], "hidden": [{"N": 77777}],
                "perf": [{"N": 1 << 26}, {"N": 50000017}]}  # fmt: skip
         what = "y[i] = sum_k coef[k] * x[i]^k for k <= deg"
+    dev = "#include <math.h>\n" + post.replace("$Q", "__device__ __forceinline__")
     impls = [
-        impl("naive", ["thread-per-element", "horner"], fill(srcs[1], **kw)),
-        impl("grid_stride_x4", ["grid-stride", "multi-element-per-thread", "horner"], fill(srcs[2], **kw)),
+        impl("naive", ["thread-per-element", "horner"], dev + fill(srcs[1], **kw)),
+        impl("grid_stride_x4", ["grid-stride", "multi-element-per-thread", "horner"], dev + fill(srcs[2], **kw)),
         impl(
             "smem_coefs",
             ["shared-memory", "horner", "block-per-row" if rows else "thread-per-element"],
-            fill(srcs[3], **kw),
+            dev + fill(srcs[3], **kw),
         ),
     ]
     return task(
@@ -153,9 +160,10 @@ def _table_task(kind: str, dtype: str, t: str, deg: int, xin: dict[str, Any]) ->
         family="polynomial",
         entry="polyval",
         args=args,
-        description=f"Polynomial evaluation from a coefficient table ({dtype}, deg = {deg}, x in [-1, 1]): {what}. "
+        description=f"Polynomial evaluation from a coefficient table ({dtype}, deg = {deg}, x in [-1, 1]): {what}, "
+        f"then every output v is replaced by post(v) with {{ {' '.join(post.replace('$Q', 'static').split())} }}. "
         f"Any evaluation scheme is accepted within the tolerance.",
-        reference=fill(srcs[0], **kw),
+        reference="#include <math.h>\n" + post.replace("$Q", "static") + fill(srcs[0], **kw),
         implementations=impls,
         tolerance=_TOL[dtype],
         **cfg,
@@ -197,7 +205,7 @@ void polyval($sig) {
   for (int i = 0; i < n; ++i) {
     $T r = coef[deg];
     for (int k = deg - 1; k >= 0; --k) r = r * x[i] + coef[k];
-    y[i] = r;
+    y[i] = post(r);
   }
 }
 """
@@ -207,7 +215,7 @@ __global__ void polyval_kernel($sig) {
   if (i >= n) return;
   $T r = coef[deg];
   for (int k = deg - 1; k >= 0; --k) r = r * x[i] + coef[k];
-  y[i] = r;
+  y[i] = post(r);
 }
 extern "C" void polyval($sig) {
   polyval_kernel<<<(n + 255) / 256, 256>>>($call);
@@ -223,7 +231,7 @@ __global__ void polyval_kernel($sig) {
       $T c = coef[k];
       for (int u = 0; u < 4; ++u) r[u] = r[u] * xv[u] + c;
     }
-    for (int u = 0; u < 4; ++u) if (base + u < n) y[base + u] = r[u];
+    for (int u = 0; u < 4; ++u) if (base + u < n) y[base + u] = post(r[u]);
   }
 }
 extern "C" void polyval($sig) {
@@ -242,7 +250,7 @@ __global__ void polyval_kernel($sig) {
   if (i >= n) return;
   $T r = cs[deg];
   for (int k = deg - 1; k >= 0; --k) r = r * x[i] + cs[k];
-  y[i] = r;
+  y[i] = post(r);
 }
 extern "C" void polyval($sig) {
   polyval_kernel<<<(n + 255) / 256, 256, sizeof($T) * (deg + 1)>>>($call);
@@ -255,7 +263,7 @@ void polyval($sig) {
       const $T* c = coef + (long)rr * (deg + 1);
       $T xv = x[(long)rr * cols + j], r = c[deg];
       for (int k = deg - 1; k >= 0; --k) r = r * xv + c[k];
-      y[(long)rr * cols + j] = r;
+      y[(long)rr * cols + j] = post(r);
     }
 }
 """
@@ -267,7 +275,7 @@ __global__ void polyval_kernel($sig) {
   const $T* c = coef + (t / cols) * (deg + 1);
   $T xv = x[t], r = c[deg];
   for (int k = deg - 1; k >= 0; --k) r = r * xv + c[k];
-  y[t] = r;
+  y[t] = post(r);
 }
 extern "C" void polyval($sig) {
   long total = (long)rows * cols;
@@ -287,7 +295,7 @@ __global__ void polyval_kernel($sig) {
         const $T* c = coef + (t / cols) * (deg + 1);
         $T xv = x[t], r = c[deg];
         for (int k = deg - 1; k >= 0; --k) r = r * xv + c[k];
-        y[t] = r;
+        y[t] = post(r);
       }
     }
   }
@@ -309,7 +317,7 @@ __global__ void polyval_kernel($sig) {
   for (int j = threadIdx.x; j < cols; j += blockDim.x) {
     $T xv = x[rr * cols + j], r = cs[deg];
     for (int k = deg - 1; k >= 0; --k) r = r * xv + cs[k];
-    y[rr * cols + j] = r;
+    y[rr * cols + j] = post(r);
   }
 }
 extern "C" void polyval($sig) {

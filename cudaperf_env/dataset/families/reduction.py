@@ -7,8 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from cudaperf_env.dataset.families.common import CTYPE, buffer, fill, impl, pick, scalar, task
-from cudaperf_env.dataset.families.elementwise import INT_UNARY, binary_expr, to_double, unary_chain
+from cudaperf_env.dataset.families.common import CTYPE, buffer, fill, grid, impl, nth, pick, scalar, task
+from cudaperf_env.dataset.families.elementwise import INT_UNARY, binary_expr, unary_chain
+from cudaperf_env.dataset.families.operators import to_double
 
 _IDENT = {
     ("sum", "float32"): "0.0f", ("sum", "float64"): "0.0", ("sum", "int32"): "0",
@@ -21,8 +22,14 @@ NORMS = {
     "l1": ("fabsf(a)", "v", "sum"), "l2": ("a * a", "sqrtf(v)", "sum"), "linf": ("fabsf(a)", "v", "max"),
     "rms": ("a * a", "sqrtf(v / n)", "sum"), "l3": ("fabsf(a) * a * a", "cbrtf(v)", "sum"),
     "mean_abs": ("fabsf(a)", "v / n", "sum"), "log_sum_sq": ("a * a", "logf(1.0f + v)", "sum"),
-    "min_abs": ("fabsf(a)", "v", "min"),
+    "min_abs": ("fabsf(a)", "v", "min"), "l4": ("a * a * a * a", "sqrtf(sqrtf(v))", "sum"),
+    "huber": ("fabsf(a) <= 1.0f ? 0.5f * a * a : fabsf(a) - 0.5f", "v", "sum"),
+    "log_cosh": ("logf(coshf(a))", "v / n", "sum"), "geomean_abs": ("logf(fabsf(a) + 1e-3f)", "expf(v / n)", "sum"),
+    "logsumexp": ("expf(a)", "logf(v)", "sum"),
 }  # fmt: skip
+# The vector a norm is taken of: x, the difference x - y, or the elementwise product x * y.
+NORM_INPUTS = {"x": "a", "diff": "(a - b)", "product": "(a * b)"}
+NORM_STRUCTURES = grid(sorted(NORMS), ("float32", "float64"), sorted(NORM_INPUTS))
 _INPUT = {"float32": {"dist": "normal", "mean": 0, "std": 1}, "float64": {"dist": "normal", "mean": 0, "std": 1},
           "int32": {"dist": "randint", "low": 0, "high": 1000}}  # fmt: skip
 _INT_FREE = {"int32": "", "float32": "#include <math.h>\n", "float64": "#include <math.h>\n"}
@@ -31,7 +38,8 @@ _INT_FREE = {"int32": "", "float32": "#include <math.h>\n", "float64": "#include
 def reduce(rng: np.random.Generator, variant: int) -> dict[str, Any]:
     """out[0] = combine over i of g(x[i]) with combine in {sum, max, min} and g a random map."""
     dtype, op = pick(rng, ("float32", "float64", "int32")), pick(rng, ("sum", "max", "min"))
-    depth = int(rng.integers(0, 3))
+    op = "sum" if dtype == "int32" else op  # the max of bounded int maps over many draws is their bound: a constant
+    depth = 2 if dtype == "int32" else int(rng.integers(1, 3))  # int maps are fewer: chain two
     if dtype == "int32":
         elem = "a"
         for _ in range(depth):
@@ -43,16 +51,16 @@ def reduce(rng: np.random.Generator, variant: int) -> dict[str, Any]:
 
 def norm(rng: np.random.Generator, variant: int) -> dict[str, Any]:
     """A vector norm or norm-like statistic of x (or of x - y)."""
-    dtype, name = pick(rng, ("float32", "float64")), pick(rng, sorted(NORMS))
+    name, dtype, form = nth(variant, NORM_STRUCTURES)
     elem, final, op = NORMS[name]
-    if rng.integers(0, 2):
-        return _reduce_task("norm", dtype, ["x", "y"], re.sub(r"\ba\b", "(a - b)", elem), final, op)
-    return _reduce_task("norm", dtype, ["x"], elem, final, op)
+    ins = ["x"] if form == "x" else ["x", "y"]
+    return _reduce_task("norm", dtype, ins, re.sub(r"\ba\b", NORM_INPUTS[form], elem), final, op)
 
 
 def dot_reduce(rng: np.random.Generator, variant: int) -> dict[str, Any]:
     """out[0] = combine over i of g(x[i], y[i]): dot products, distances and their relatives."""
     dtype, op = pick(rng, ("float32", "float64", "int32")), pick(rng, ("sum", "sum", "max", "min"))
+    op = "sum" if dtype == "int32" else op  # the max of bounded int maps over many draws is their bound: a constant
     return _reduce_task("dot_reduce", dtype, ["x", "y"], binary_expr(rng, dtype), "v", op)
 
 
@@ -82,7 +90,7 @@ void reduce($sig) {
   out[0] = ($T)fin(acc, n);
 }""",
         inc=_INT_FREE[dtype] + ("#include <limits.h>\n" if dtype == "int32" else ""), T=t, R=acc_ref,
-        fparams=fparams, elem=elem, final=re.sub(r"\b(sqrt|cbrt|log)f\b", r"\1", final),
+        fparams=fparams, elem=elem, final=re.sub(r"\b(sqrt|cbrt|log|exp)f\b", r"\1", final),
         sig=sig, ident=ident.replace("f", "") if dtype != "int32" and op == "sum" else ident, refload=load[5:-1],
         comb=comb,
     )

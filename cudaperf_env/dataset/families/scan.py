@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from cudaperf_env.dataset.families.common import CTYPE, buffer, fill, impl, pick, scalar, task
-from cudaperf_env.dataset.families.elementwise import to_double
+from cudaperf_env.dataset.families.common import CTYPE, buffer, fill, impl, nth, scalar, task
+from cudaperf_env.dataset.families.operators import to_double
 
 IDENT = {
     ("sum", "float32"): "0.0f", ("sum", "float64"): "0.0", ("sum", "int32"): "0",
@@ -20,15 +20,15 @@ INT_ELEM = ("a", "a * a", "abs(a)", "a ^ (a >> 1)", "a % 3", "(a & 3) - 1")
 FLOAT_ELEM = ("a", "a * a", "fabsf(a)", "a * 0.5f - 0.25f", "a > 0.0f ? a : 0.1f * a", "sinf(a)")
 _INIT = {"int32": {"dist": "randint", "low": -10, "high": 11}, "float32": {"dist": "normal", "mean": 0, "std": 1},
          "float64": {"dist": "normal", "mean": 0, "std": 1}}  # fmt: skip
+STRUCTURES = [(d, op, kind, e) for d in ("int32", "float32", "float64") for op in ("sum", "max", "min")
+              for kind in ("inclusive", "exclusive") for e in (INT_ELEM if d == "int32" else FLOAT_ELEM)]
 _TOL_SUM = {"float32": {"rtol": 1.0e-3, "atol": 1.0e-2}, "float64": {"rtol": 1.0e-9, "atol": 1.0e-9}}
 _TOL_EXACT = {"float32": {"rtol": 1.0e-5, "atol": 1.0e-6}, "float64": {"rtol": 1.0e-12, "atol": 1.0e-12}}
 
 
 def scan(rng: np.random.Generator, variant: int) -> dict[str, Any]:
     """y = inclusive scan of g(x), or exclusive scan seeded with s0, under sum / max / min."""
-    dtype, op = pick(rng, ("int32", "float32", "float64")), pick(rng, ("sum", "sum", "max", "min"))
-    kind = pick(rng, ("inclusive", "exclusive"))
-    elem = pick(rng, INT_ELEM if dtype == "int32" else FLOAT_ELEM)
+    dtype, op, kind, elem = nth(variant, STRUCTURES)
     if dtype == "float64":
         elem = to_double(elem)
     t = CTYPE[dtype]

@@ -6,20 +6,20 @@ from typing import Any
 
 import numpy as np
 
-from cudaperf_env.dataset.families.common import CTYPE, buffer, fill, impl, pick, scalar, task
-from cudaperf_env.dataset.families.sorting import FLOAT_KEYS, INT_KEYS
+from cudaperf_env.dataset.families.common import CTYPE, buffer, fill, grid, impl, nth, pick, scalar, task
+from cudaperf_env.dataset.families.operators import spell
+from cudaperf_env.dataset.families.sorting import KEYS
 
 OUTPUTS = ("values", "indices", "both")
+STRUCTURES = [(d, key, out, largest) for (d, key), out, largest in grid(KEYS, OUTPUTS, (True, False))]
 
 
 def topk_rows(rng: np.random.Generator, variant: int) -> dict[str, Any]:
     """For each row, its k best elements by key(x) (largest or smallest, lower index first on ties), in order."""
-    dtype, out_mode, largest = pick(rng, ("float32", "float64", "int32")), pick(rng, OUTPUTS), bool(rng.integers(0, 2))
+    dtype, key, out_mode, largest = nth(variant, STRUCTURES)
     k = int(pick(rng, (2, 4, 5, 8, 10, 16)))
     t = CTYPE[dtype]
-    key = pick(rng, INT_KEYS if dtype == "int32" else FLOAT_KEYS)
-    if dtype == "float64":
-        key = key.replace("fabsf", "fabs").replace("floorf", "floor").replace(".0f", ".0")
+    key = spell(key, dtype)
     kt = "int" if dtype == "int32" else t
     outs = ([f"{t}* vals"] if out_mode != "indices" else []) + (["int* idx"] if out_mode != "values" else [])
     sig = f"int rows, int cols, int k, const {t}* x, " + ", ".join(outs)

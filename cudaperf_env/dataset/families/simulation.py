@@ -7,15 +7,29 @@ from typing import Any
 
 import numpy as np
 
-from cudaperf_env.dataset.families.common import CTYPE, buffer, fill, impl, lit, pick, scalar, task
+from cudaperf_env.dataset.families.boundary import read_body
+from cudaperf_env.dataset.families.common import CTYPE, buffer, fill, grid, impl, lit, nth, scalar, task
 
 _TOL = {"float32": {"rtol": 1.0e-4, "atol": 1.0e-4}, "float64": {"rtol": 1.0e-10, "atol": 1.0e-12}}
 # name -> uses the previous time level
 EQUATIONS = {"heat": False, "heat_decay": False, "wave": True, "damped_wave": True, "dufort_frankel": True}
+# Reaction terms r * R(u) added to the update (logistic growth, Allen-Cahn bistable, saturating source).
+REACTIONS = {"none": "", "logistic": "$u * (1 - $u)", "allen_cahn": "($u - $u * $u * $u)",
+             "saturating": "$u / (1 + $u * $u)"}
+PDE_STRUCTURES = grid(("float32", "float64"), (1, 2), sorted(EQUATIONS), ("dirichlet", "neumann", "periodic"),
+                      sorted(REACTIONS))
 
 
-def _update(eq: str, dtype: str, k: dict[str, float], u: Callable[..., str], p: str, ndim: int) -> str:
+def _update(eq: str, dtype: str, k: dict[str, float], u: Callable[..., str], p: str, ndim: int, react: str) -> str:
     """The new value at a point; ``u(o...)`` reads the current level at an offset, ``p`` the previous level."""
+    step = _step(eq, dtype, k, u, p, ndim)
+    if react == "none":
+        return step
+    return f"{step} + {lit(k['r'], dtype)} * {fill(REACTIONS[react], u=u(*([0] * ndim)))}"
+
+
+def _step(eq: str, dtype: str, k: dict[str, float], u: Callable[..., str], p: str, ndim: int) -> str:
+    """The explicit update of ``eq`` without a reaction term."""
     offs = [(-1,), (1,)] if ndim == 1 else [(-1, 0), (1, 0), (0, -1), (0, 1)]
     center = u(*([0] * ndim))
     nsum = " + ".join(u(*o) for o in offs)
@@ -37,36 +51,27 @@ def _at(boundary: str, t: str, ndim: int, bval: str) -> str:
     """``at(u, dims..., coords...)`` with the boundary rule: Dirichlet constant, Neumann (clamp) or periodic."""
     dims, coords = (["n"], ["i"]) if ndim == 1 else (["h", "w"], ["r", "c"])
     sig = ", ".join([f"const {t}* u"] + [f"int {d}" for d in dims] + [f"int {c}" for c in coords])
-    flat = "i" if ndim == 1 else "(long)r * w + c"
-    if boundary == "dirichlet":
-        out = " || ".join(f"{c} < 0 || {c} >= {d}" for c, d in zip(coords, dims, strict=True))
-        body = f"return ({out}) ? ({t}){bval} : u[{flat}];"
-    elif boundary == "neumann":
-        body = " ".join(f"{c} = {c} < 0 ? 0 : ({c} >= {d} ? {d} - 1 : {c});" for c, d in zip(coords, dims, strict=True))
-        body += f" return u[{flat}];"
-    else:
-        body = " ".join(f"{c} = ({c} % {d} + {d}) % {d};" for c, d in zip(coords, dims, strict=True))
-        body += f" return u[{flat}];"
-    return f"{t} at({sig}) {{ {body} }}"
+    rule = {"dirichlet": "constant", "neumann": "clamp", "periodic": "periodic"}[boundary]
+    return f"{t} at({sig}) {{ {read_body(rule, t, dims, coords, array='u', outside=bval)} }}"
 
 
 def pde_step(rng: np.random.Generator, variant: int) -> dict[str, Any]:
     """One explicit time step of a heat or wave equation on a 1-D line or a 2-D grid."""
-    dtype, ndim, eq = pick(rng, ("float32", "float64")), int(pick(rng, (1, 2))), pick(rng, sorted(EQUATIONS))
-    boundary = pick(rng, ("dirichlet", "neumann", "periodic"))
+    dtype, ndim, eq, boundary, react = nth(variant, PDE_STRUCTURES)
     limit = 0.5 / ndim  # explicit stability bound of the scheme
-    k = {"a": float(rng.uniform(0.05, 0.9) * limit), "g": float(rng.uniform(0.01, 0.2))}
+    k = {"a": float(rng.uniform(0.05, 0.9) * limit), "g": float(rng.uniform(0.01, 0.2)),
+         "r": float(rng.uniform(0.01, 0.1))}
     bval = lit(float(rng.uniform(-1, 1)), dtype)
     t, two = CTYPE[dtype], EQUATIONS[eq]
     at = _at(boundary, t, ndim, bval)
     if ndim == 1:
         idx, sig_dims, call_dims = "i", "int n", "n"
-        ref = _update(eq, dtype, k, lambda o: f"at(u, n, i + {o})", "up[i]", 1)
-        smem = _update(eq, dtype, k, lambda o: f"s[j + 1 + {o}]", "up[i]", 1)
+        ref = _update(eq, dtype, k, lambda o: f"at(u, n, i + {o})", "up[i]", 1, react)
+        smem = _update(eq, dtype, k, lambda o: f"s[j + 1 + {o}]", "up[i]", 1, react)
     else:
         idx, sig_dims, call_dims = "(long)r * w + c", "int h, int w", "h, w"
-        ref = _update(eq, dtype, k, lambda a, b: f"at(u, h, w, r + {a}, c + {b})", "up[(long)r * w + c]", 2)
-        smem = _update(eq, dtype, k, lambda a, b: f"s[ty + 1 + {a}][tx + 1 + {b}]", "up[(long)r * w + c]", 2)
+        ref = _update(eq, dtype, k, lambda a, b: f"at(u, h, w, r + {a}, c + {b})", "up[(long)r * w + c]", 2, react)
+        smem = _update(eq, dtype, k, lambda a, b: f"s[ty + 1 + {a}][tx + 1 + {b}]", "up[(long)r * w + c]", 2, react)
     prev = f"const {t}* up, " if two else ""
     sig = f"{sig_dims}, {prev}const {t}* u, {t}* un"
     call = f"{call_dims}, {'up, ' if two else ''}u, un"
@@ -96,7 +101,8 @@ def pde_step(rng: np.random.Generator, variant: int) -> dict[str, Any]:
     levels = "previous level up and current level u" if two else "current level u"
     return task(
         name=f"pde_{eq}_{ndim}d", family="pde_step", entry="pde_step", args=args,
-        description=f"One explicit {eq.replace('_', ' ')} time step on a {ndim}-D "
+        description=f"One explicit {eq.replace('_', ' ')} time step"
+        f"{'' if react == 'none' else f' with a {react} reaction term'} on a {ndim}-D "
         f"{'line' if ndim == 1 else 'row-major grid'} "
         f"from the {levels}, {rule}: un = {ref}, where at() reads u with that boundary rule.",
         configs=configs, hidden=hidden, perf=perf, reference=reference, implementations=impls, tolerance=_TOL[dtype],
@@ -194,13 +200,28 @@ RULES = {
     "seeds": ({2}, set()), "morley": ({3, 6, 8}, {2, 4, 5}), "replicator": ({1, 3, 5, 7}, {1, 3, 5, 7}),
     "maze": ({3}, {1, 2, 3, 4, 5}), "anneal": ({4, 6, 7, 8}, {3, 5, 6, 7, 8}), "2x2": ({3, 6}, {1, 2, 5}),
 }
+# Which offsets (a, b) are neighbours: all 8, the 4 edge neighbours, or the 4 diagonal ones.
+NEIGHBOURS = {"moore": lambda a, b: True, "von_neumann": lambda a, b: a * b == 0, "diagonal": lambda a, b: a * b != 0}
+
+
+def _counts(rule: str, hood: str) -> tuple[set[int], set[int]]:
+    """The birth and survival counts of ``rule`` that can occur in ``hood`` (4-cell hoods count up to 4)."""
+    born, survive = RULES[rule]
+    if hood == "moore":
+        return born, survive
+    return {b for b in born if b <= 4} or {1}, {s for s in survive if s <= 4}
+
+
+# One rule per shape of its membership tests (the counts themselves are literals, alike after normalization).
+_SHAPES = {(len(_counts(r, h)[0]), len(_counts(r, h)[1]), h): r for h in sorted(NEIGHBOURS) for r in sorted(RULES)}
+LIFE_STRUCTURES = [(r, d, b, h, o) for (_, _, h), r in sorted(_SHAPES.items())
+                   for d, b, o in grid(("uint8", "int32"), ("wrap", "dead"), ("state", "transition"))]  # fmt: skip
 
 
 def life_step(rng: np.random.Generator, variant: int) -> dict[str, Any]:
     """One step of a two-state outer-totalistic cellular automaton (B/S rule) on an h x w grid."""
-    rule, dtype, border = pick(rng, sorted(RULES)), pick(rng, ("uint8", "int32")), pick(rng, ("wrap", "dead"))
-    born, survive = RULES[rule]
-    hood = pick(rng, ("moore", "moore", "von_neumann"))
+    rule, dtype, border, hood, output = nth(variant, LIFE_STRUCTURES)
+    born, survive = _counts(rule, hood)
     t = CTYPE[dtype]
     if border == "wrap":
         cell = f"int cell(const {t}* x, int h, int w, int r, int c) {{ r = (r + h) % h; c = (c + w) % w; " \
@@ -208,23 +229,25 @@ def life_step(rng: np.random.Generator, variant: int) -> dict[str, Any]:
     else:
         cell = f"int cell(const {t}* x, int h, int w, int r, int c) {{ " \
                "return (r < 0 || r >= h || c < 0 || c >= w) ? 0 : x[(long)r * w + c] != 0; }"
-    ring = [(a, b) for a in (-1, 0, 1) for b in (-1, 0, 1) if (a, b) != (0, 0) and (hood == "moore" or a * b == 0)]
+    ring = [(a, b) for a in (-1, 0, 1) for b in (-1, 0, 1) if (a, b) != (0, 0) and NEIGHBOURS[hood](a, b)]
     count = " + ".join(f"cell(x, h, w, r + {a}, c + {b})" for a, b in ring)
     smem_count = " + ".join(f"s[ty + {1 + a}][tx + {1 + b}]" for a, b in ring)
-    if hood != "moore":  # 4 neighbours: keep the counts that can occur
-        born, survive = {b for b in born if b <= 4} or {1}, {s for s in survive if s <= 4}
 
     def member(counts: set[int]) -> str:
         return "(" + (" || ".join(f"n == {v}" for v in sorted(counts)) or "0") + ")"
 
     decide = f"x[(long)r * w + c] != 0 ? {member(survive)} : {member(born)}"
+    if output == "transition":  # 2 * new state + old state: 0 stays dead, 1 dies, 2 is born, 3 survives
+        decide = f"2 * ({decide}) + (x[(long)r * w + c] != 0)"
     kw = {"entry": "ca_step", "T": t, "cell": cell, "count": count, "smem_count": smem_count, "decide": decide}
     # Moore: a window of 3-cell row sums slides down the column; von Neumann: a window of the column's cells.
     if hood == "moore":
         kw.update(row="cell(x, h, w, $R, c - 1) + cell(x, h, w, $R, c) + cell(x, h, w, $R, c + 1)",
                   n="up + mid + down - cell(x, h, w, r, c)")  # fmt: skip
-    else:
+    elif hood == "von_neumann":
         kw.update(row="cell(x, h, w, $R, c)", n="up + down + cell(x, h, w, r, c - 1) + cell(x, h, w, r, c + 1)")
+    else:
+        kw.update(row="cell(x, h, w, $R, c - 1) + cell(x, h, w, $R, c + 1)", n="up + down")
     kw.update({f"row{i}": fill(kw["row"], R=rr) for i, rr in enumerate(("r0 - 1", "r0", "r + 1"))})
     reference = fill("static $cell\nvoid $entry(int h, int w, const $T* x, $T* y) {\n  for (int r = 0; r < h; ++r)\n"
                      "    for (int c = 0; c < w; ++c) {\n      int n = $count;\n"
@@ -245,8 +268,8 @@ def life_step(rng: np.random.Generator, variant: int) -> dict[str, Any]:
         description=f"One step of the {bs} cellular automaton ({rule}) on a row-major h x w {dtype} grid "
         f"(a cell is alive when nonzero), {'wrap-around' if border == 'wrap' else 'dead (zero)'} borders: "
         f"n = the number of live cells among the {len(ring)} ({hood.replace('_', ' ')}) neighbours; "
-        f"y = 1 when a dead cell has a birth count or a "
-        f"live cell a survival count, else 0.",
+        f"the new state is 1 when a dead cell has a birth count or a live cell a survival count, else 0; "
+        f"y = {'the new state' if output == 'state' else '2 * new state + old state'}.",
         configs=[{"H": 64, "W": 64}, {"H": 127, "W": 93}, {"H": 256, "W": 300}], hidden=[{"H": 101, "W": 77}],
         perf=[{"H": 8192, "W": 8192}], reference=reference, implementations=impls,
     )

@@ -6,27 +6,25 @@ from typing import Any
 
 import numpy as np
 
-from cudaperf_env.dataset.families.common import CTYPE, buffer, fill, impl, pick, scalar, task
+from cudaperf_env.dataset.families.common import CTYPE, buffer, fill, grid, impl, nth, scalar, task
+from cudaperf_env.dataset.families.operators import spell
 
 # Sort keys of a value v, per dtype kind (float32 spelling; float64 drops the f).
 # Keys are exactly rounded on every device (no contractible a * b + c, no libm), so orders agree bit for bit.
-FLOAT_KEYS = ("v", "fabsf(v)", "v * v", "fabsf(v - 1.0f)", "floorf(v * 4.0f)")
-INT_KEYS = ("v", "v % 7", "v >> 3", "(v * 37) & 63", "-v")
+FLOAT_KEYS = ("v", "fabsf(v)", "v * v", "fabsf(v - 1.0f)", "floorf(v * 4.0f)", "v * fabsf(v)", "fminf(v, 0.5f)",
+              "fabsf(v) - v", "floorf(fabsf(v))")  # fmt: skip
+INT_KEYS = ("v", "v % 7", "v >> 3", "(v * 37) & 63", "-v", "v & 15", "v * v", "(v ^ 5) % 11", "v / 4")
+KEYS = [(d, k) for d in ("float32", "float64") for k in FLOAT_KEYS] + [("int32", k) for k in INT_KEYS]
 OUTPUTS = ("values", "argsort", "both")
+STRUCTURES = [(d, k, out, asc) for (d, k), out, asc in grid(KEYS, OUTPUTS, (True, False))]
 MAX_COLS = 1024
 
 
 def sort_rows(rng: np.random.Generator, variant: int) -> dict[str, Any]:
     """Sort each row by key(x), ascending or descending, stable (ties by index); output sorted values and/or indices."""
-    dtype, out_mode, ascending = (
-        pick(rng, ("float32", "float64", "int32")),
-        pick(rng, OUTPUTS),
-        bool(rng.integers(0, 2)),
-    )
+    dtype, key, out_mode, ascending = nth(variant, STRUCTURES)
     t = CTYPE[dtype]
-    key = pick(rng, INT_KEYS if dtype == "int32" else FLOAT_KEYS)
-    if dtype == "float64":
-        key = key.replace("fabsf", "fabs").replace("floorf", "floor").replace(".0f", ".0")
+    key = spell(key, dtype)
     kt = "int" if dtype == "int32" else t
     cmp = "<" if ascending else ">"
     outs = []

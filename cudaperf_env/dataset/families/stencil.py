@@ -6,31 +6,11 @@ from typing import Any
 
 import numpy as np
 
+from cudaperf_env.dataset.families.boundary import read_body
 from cudaperf_env.dataset.families.common import CTYPE, buffer, fill, impl, lit, pick, scalar, task
 
 BOUNDARIES = ("zero", "clamp", "periodic")
 _TOL = {"float32": {"rtol": 1.0e-4, "atol": 1.0e-5}, "float64": {"rtol": 1.0e-10, "atol": 1.0e-12}}
-
-
-def _index(boundary: str, i: str, n: str) -> str:
-    """The index expression of coordinate ``i`` in ``[0, n)`` after the boundary rule (not for zero)."""
-    if boundary == "clamp":
-        return f"({i} < 0 ? 0 : ({i} >= {n} ? {n} - 1 : {i}))"
-    return f"(({i}) % {n} + {n}) % {n}"
-
-
-def _at(boundary: str, t: str, dims: list[str], coords: list[str]) -> str:
-    """The C body of ``at(x, dims..., coords...)``: the value at a coordinate outside-handled."""
-    strides = []
-    for k in range(len(dims)):
-        strides.append(" * ".join(dims[k + 1 :]) or "1")
-    if boundary == "zero":
-        inside = " || ".join(f"{c} < 0 || {c} >= {d}" for c, d in zip(coords, dims, strict=True))
-        flat = " + ".join(f"(long)({c}) * {s}" if s != "1" else c for c, s in zip(coords, strides, strict=True))
-        return f"return ({inside}) ? ({t})0 : x[{flat}];"
-    idx = [_index(boundary, c, d) for c, d in zip(coords, dims, strict=True)]
-    flat = " + ".join(f"(long){i} * {s}" if s != "1" else i for i, s in zip(idx, strides, strict=True))
-    return f"return x[{flat}];"
 
 
 def _taps(rng: np.random.Generator, radius: int, ndim: int, shape: str) -> list[tuple[tuple[int, ...], float]]:
@@ -52,7 +32,7 @@ def stencil1d(rng: np.random.Generator, variant: int) -> dict[str, Any]:
     dtype, boundary, radius = pick(rng, ("float32", "float64")), pick(rng, BOUNDARIES), int(rng.integers(1, 5))
     taps = _taps(rng, radius, 1, "box")
     t = CTYPE[dtype]
-    at = f"{t} at(const {t}* x, int n, int i) {{ {_at(boundary, t, ['n'], ['i'])} }}"
+    at = f"{t} at(const {t}* x, int n, int i) {{ {read_body(boundary, t, ['n'], ['i'])} }}"
     kw = {"T": t, "R": radius, "at": at, "ref": _expr(taps, dtype, "at(x, n, i + {0})"),
           "smem": _expr(taps, dtype, "s[j + R + {0}]"), "reg": _expr(taps, dtype, "w[k + R + {0}]")}  # fmt: skip
     reference = fill("static $at\nvoid stencil(int n, const $T* x, $T* y) {\n"
@@ -126,7 +106,7 @@ def stencil2d(rng: np.random.Generator, variant: int) -> dict[str, Any]:
     radius, shape = int(rng.integers(1, 3)), pick(rng, ("cross", "box"))
     taps = _taps(rng, radius, 2, shape)
     t = CTYPE[dtype]
-    at = f"{t} at(const {t}* x, int h, int w, int r, int c) {{ {_at(boundary, t, ['h', 'w'], ['r', 'c'])} }}"
+    at = f"{t} at(const {t}* x, int h, int w, int r, int c) {{ {read_body(boundary, t, ['h', 'w'], ['r', 'c'])} }}"
     kw = {"T": t, "R": radius, "at": at, "ref": _expr(taps, dtype, "at(x, h, w, r + {0}, c + {1})"),
           "smem": _expr(taps, dtype, "s[ty + R + {0}][tx + R + {1}]")}  # fmt: skip
     reference = fill("static $at\nvoid stencil(int h, int w, const $T* x, $T* y) {\n"
@@ -205,7 +185,7 @@ def stencil3d(rng: np.random.Generator, variant: int) -> dict[str, Any]:
     radius = int(rng.integers(1, 3)) if shape == "cross" else 1
     taps = _taps(rng, radius, 3, shape)
     t = CTYPE[dtype]
-    body = _at(boundary, t, ["d", "h", "w"], ["z", "r", "c"])
+    body = read_body(boundary, t, ["d", "h", "w"], ["z", "r", "c"])
     at = f"{t} at(const {t}* x, int d, int h, int w, int z, int r, int c) {{ {body} }}"
     kw = {"T": t, "at": at, "ref": _expr(taps, dtype, "at(x, d, h, w, z + {0}, r + {1}, c + {2})")}
     reference = fill("static $at\nvoid stencil(int d, int h, int w, const $T* x, $T* y) {\n"

@@ -1,4 +1,5 @@
-"""Triangular matrix-vector products (BLAS trmv): lower/upper, unit or stored diagonal, plain or transposed."""
+"""Triangular matrix-vector products (BLAS trmv): lower/upper, unit or stored diagonal, plain or transposed,
+with an elementwise epilogue."""
 
 from __future__ import annotations
 
@@ -6,18 +7,20 @@ from typing import Any
 
 import numpy as np
 
-from cudaperf_env.dataset.families.common import CTYPE, TOL_SUM, buffer, fill, impl, pick, scalar, task
+from cudaperf_env.dataset.families.common import CTYPE, TOL_SUM, buffer, fill, grid, impl, nth, scalar, task
+from cudaperf_env.dataset.families.operators import FLOAT_EPILOGUES, float_epilogue
 
+STRUCTURES = grid(("float32", "float64"), ("lower", "upper"), (False, True), (False, True), (False, True),
+                  range(len(FLOAT_EPILOGUES)))
 # Sums of up to ~n products, in a different order per kernel.
 _TOL = {"float32": {"rtol": 1.0e-3, "atol": 1.0e-3}, "float64": TOL_SUM["float64"]}
 
 
 def trmv(rng: np.random.Generator, variant: int) -> dict[str, Any]:
     """y = alpha * op(T) x (+ beta * y) with T the lower or upper triangle of the n x n row-major A."""
-    dtype, uplo, trans, unit = pick(rng, ("float32", "float64")), pick(rng, ("lower", "upper")), \
-        bool(rng.integers(0, 2)), bool(rng.integers(0, 2))  # fmt: skip
-    accumulate = bool(rng.integers(0, 2))
+    dtype, uplo, trans, unit, accumulate, index = nth(variant, STRUCTURES)
     t = CTYPE[dtype]
+    epi = float_epilogue(index, dtype, float(rng.uniform(0.5, 2.0)))
     # op(T)[i][k] is nonzero for k <= i when (lower, not transposed) or (upper, transposed).
     below = (uplo == "lower") != trans
     a_at = "a[(long)k * n + i]" if trans else "a[(long)i * n + k]"
@@ -26,11 +29,15 @@ def trmv(rng: np.random.Generator, variant: int) -> dict[str, Any]:
     else:
         lo, hi = ("i + 1" if unit else "i"), "n"
     diag = "acc += x[i];" if unit else ""
-    store = "y[i] = alpha * acc + beta * y[i];" if accumulate else "y[i] = alpha * acc;"
+    store = "y[i] = epilogue(alpha * acc) + beta * y[i];" if accumulate else "y[i] = epilogue(alpha * acc);"
     sig = f"int n, {t} alpha, {t + ' beta, ' if accumulate else ''}const {t}* a, const {t}* x, {t}* y"
     call = f"n, alpha, {'beta, ' if accumulate else ''}a, x, y"
-    kw = {"T": t, "sig": sig, "call": call, "a_at": a_at, "lo": lo, "hi": hi, "diag": diag, "store": store}
-    reference = fill("""void trmv($sig) {
+    kw = {"T": t, "sig": sig, "call": call, "a_at": a_at, "lo": lo, "hi": hi, "diag": diag, "store": store,
+          "epi": epi}  # fmt: skip
+    head = fill("#include <math.h>\n__device__ __forceinline__ $T epilogue($T v) { return $epi; }\n", **kw)
+    reference = fill("""#include <math.h>
+static $T epilogue($T v) { return $epi; }
+void trmv($sig) {
   for (int i = 0; i < n; ++i) {
     $T acc = 0;
     for (int k = $lo; k < $hi; ++k) acc += $a_at * x[k];
@@ -40,9 +47,9 @@ def trmv(rng: np.random.Generator, variant: int) -> dict[str, Any]:
 }""", **kw)  # fmt: skip
     access = "coalesced" if trans else "strided"
     impls = [
-        impl("thread_per_row", ["thread-per-output", "triangle-skipping", access], fill(_THREAD, **kw)),
-        impl("warp_per_row", ["warp-per-output", "warp-shuffle"], fill(_WARP, **kw)),
-        impl("smem_x", ["thread-per-output", "shared-memory-tiling", "tile-skipping"], fill(_SMEM, **kw)),
+        impl("thread_per_row", ["thread-per-output", "triangle-skipping", access], head + fill(_THREAD, **kw)),
+        impl("warp_per_row", ["warp-per-output", "warp-shuffle"], head + fill(_WARP, **kw)),
+        impl("smem_x", ["thread-per-output", "shared-memory-tiling", "tile-skipping"], head + fill(_SMEM, **kw)),
     ]
     args = [scalar("n", "int32", "N"), scalar("alpha", dtype, round(float(rng.uniform(0.5, 2.0)), 3))]
     if accumulate:
@@ -53,7 +60,8 @@ def trmv(rng: np.random.Generator, variant: int) -> dict[str, Any]:
         name="trmv", family="trmv", entry="trmv", args=args,
         description=f"Triangular matrix-vector product ({dtype}): T is the {uplo} triangle of the n x n row-major "
         f"matrix a{' with an implicit unit diagonal (the stored diagonal is ignored)' if unit else ''}; "
-        f"y = alpha * {'T^T' if trans else 'T'} x{' + beta * y' if accumulate else ''}. Elements of a outside "
+        f"y = epilogue(alpha * {'T^T' if trans else 'T'} x){' + beta * y' if accumulate else ''} with epilogue(v) = "
+        f"{epi}. Elements of a outside "
         f"the triangle must not affect the result. For row i: sum over k in [{lo}, {hi}) of {a_at} * x[k]"
         f"{' plus x[i]' if unit else ''}.",
         configs=[{"N": 64}, {"N": 129}, {"N": 513}], hidden=[{"N": 301}], perf=[{"N": 16384}],

@@ -40,6 +40,14 @@ def test_normalization_ignores_names_literals_and_comments_only():
     assert "sinf" in normalized_reference(REF, "elementwise") and "2.5f" not in normalized_reference(REF, "elementwise")
 
 
+def test_normalization_reaches_into_macro_definitions():
+    sized = "#include <math.h>\n#define K 3\nvoid f(float* y) { for (int k = 0; k < K; ++k) y[k] = sqrtf(k); }\n"
+    assert dedupe_key(sized, "f") == dedupe_key(sized.replace("K 3", "K 5").replace("#define K", "#define KK")
+                                                 .replace("< K", "< KK"), "f")  # fmt: skip
+    assert dedupe_key(sized, "f") != dedupe_key(sized.replace("#define K 3", "#define K (3 + n)"), "f")
+    assert "#include <math.h>" in normalized_reference(sized, "f") and " 3" not in normalized_reference(sized, "f")
+
+
 def test_dedupe_keeps_the_first_and_counts_per_family():
     a = generate("map_unary", 0, 0)
     b = json.loads(json.dumps(a).replace("elementwise", "elementwise2"))
