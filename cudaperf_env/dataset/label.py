@@ -18,7 +18,8 @@ what it measured, and tasks already in any stream given as ``--done`` are skippe
 labelling resumes across runs and sessions. ``merge`` folds streams into the
 dataset's ``labels``.
 
-Measured on one H200 (2026-11-30, 30 dataset tasks after the first bundle): 0.73 s
+Measured on one NVIDIA H200 (driver 580.159.04, 2026-11-30; 30 tasks of the earlier 659-task
+dataset, after the first bundle): 0.73 s
 of GPU work per task (median; the upload of the perf inputs, page-locked, is most
 of it; ``phases`` in each record break it down), 91 s wall for the 30 tasks
 including the first bundle build and worker start. At that rate a 2,900-task
