@@ -15,16 +15,16 @@ The labelling run is a pipeline sized for one GPU machine:
 
 Each finished task is appended to a JSONL stream at once, so a run cut short keeps
 what it measured, and tasks already in any stream given as ``--done`` are skipped:
-labelling resumes across runs and sessions. ``merge`` folds streams into the
-dataset's ``labels``.
+labelling resumes across runs and sessions. (Folding the streams into the
+dataset records' ``labels`` and the card is not written yet.)
 
-Measured on one NVIDIA H200 (driver 580.159.04, 2026-11-30; 30 tasks of the earlier 659-task
-dataset, after the first bundle): 0.73 s
-of GPU work per task (median; the upload of the perf inputs, page-locked, is most
-of it; ``phases`` in each record break it down), 91 s wall for the 30 tasks
-including the first bundle build and worker start. At that rate a 2,900-task
-dataset needs about 35-45 minutes of one GPU: run it on two (``--devices 0,1``)
-and across sessions (``--done`` with the streams already committed).
+Measured on one NVIDIA H200 (driver 580.159.04, 2026-11-30; 30 tasks of the
+earlier 659-task dataset, after the first bundle): 0.73 s of GPU work per task
+(median; the upload of the perf inputs, page-locked, is most of it; ``phases``
+in each record break it down), 91 s wall for the 30 tasks including the first
+bundle build and worker start. At that rate a 3,000-task dataset needs about 35-45
+minutes of one GPU: run it on two (``--devices 0,1``) and across sessions
+(``--done`` with the streams already committed).
 
 Run on the GPU machine::
 
