@@ -11,8 +11,10 @@ Measures, in one run:
   ``cold_speedup_vs_load_inline`` is their ratio (goal >= 25).
 * ``fidelity``: our event-timed median per call against Nsight Compute's
   ``gpu__time_duration`` for several kernels (goal within 5% for kernels of 50 us and more).
-* ``spread``: (max - min) / median of the candidate's median time over repeated evaluations
-  (goal < 2%).
+* ``spread``: (max - min) / median of the candidate's median time over repeated evaluations,
+  each in a fresh worker process (goal < 2%); ``speedup_spread`` the same for its speedup
+  over the baseline. ``spread_by_l2_flush`` repeats both with each L2 flush (a reading
+  kernel, the default, and a memset), interleaved.
 * ``bandwidth_fraction``: achieved bandwidth of the best memory-bound implementation over
   the measured device-to-device copy bandwidth.
 * ``throughput``: evaluations per minute of a group of new submissions judged by
@@ -39,13 +41,38 @@ from rich.console import Console
 from rich.table import Table
 
 from cudaperf_env.backends.cuda.backend import CudaBackend
+from cudaperf_env.backends.cuda.timing import TimingOptions
 from cudaperf_env.evaluate import Evaluator
 from cudaperf_env.tasks import load_tasks
 
 TASK = "c2cuda/saxpy_f32"
 FIDELITY = [("c2cuda/saxpy_f32", "naive"), ("c2cuda/saxpy_f32", "vec4_grid_stride"),
             ("c2cuda/matmul_f32", "naive"), ("c2cuda/transpose_f32", "naive")]  # fmt: skip
-HARNESS_KERNELS = ("fill_canary", "check_canary")
+HARNESS_KERNELS = ("fill_canary", "check_canary", "flush_read", "compare_")
+
+
+def relative_range(values: list[float]) -> float:
+    """(max - min) / median."""
+    return (max(values) - min(values)) / statistics.median(values)
+
+
+def spread_by_flush(task, source: str, repeats: int) -> tuple[dict, list]:
+    """Median time and speedup over ``repeats`` fresh evaluations per L2 flush mode, interleaved.
+
+    Returns the figures per mode and the default mode's evaluations.
+    """
+    modes = ("read", "write")
+    evaluators = {m: Evaluator(CudaBackend(timing=TimingOptions(l2_flush=m))) for m in modes}
+    runs: dict[str, list] = {m: [] for m in modes}
+    for _ in range(repeats):
+        for mode in modes:
+            runs[mode].append(timed_eval(evaluators[mode], task, source)[1])
+    figures = {}
+    for mode, evaluations in runs.items():
+        medians, speedups = [e.runtime_ms for e in evaluations], [e.speedup for e in evaluations]
+        figures[mode] = {"spread": relative_range(medians), "medians_ms": medians,
+                         "speedup_spread": relative_range(speedups), "speedups": speedups}  # fmt: skip
+    return figures, runs[TimingOptions().l2_flush]
 
 
 def timed_eval(ev: Evaluator, task, source: str) -> tuple[float, object]:
@@ -122,7 +149,7 @@ def main() -> None:
     cold_runs = [timed_eval(ev, task, f"// variant {time.time_ns()}\n{naive}") for _ in range(args.repeats)]
     cold = [seconds for seconds, _ in cold_runs]
     warm = [timed_eval(ev, task, naive)[0] for _ in range(args.repeats)]
-    runs = [timed_eval(ev, task, best)[1] for _ in range(args.repeats)]
+    by_flush, runs = spread_by_flush(task, best, args.repeats)
     medians = [e.runtime_ms for e in runs]
     device = dict(runs[0].device)
     moved = sum(a.numel(task.perf_configs[0]) * a.dtype.itemsize * (2 if a.role == "inout" else 1)
@@ -140,8 +167,10 @@ def main() -> None:
         "cold_step_phases_s": {phase: statistics.median(e.seconds.get(phase, 0.0) for _, e in cold_runs)
                                for phase in cold_runs[0][1].seconds},  # fmt: skip
         "warm_step_s": statistics.median(warm),
-        "spread": (max(medians) - min(medians)) / statistics.median(medians),
+        "spread": relative_range(medians),
         "spread_medians_ms": medians,
+        "speedup_spread": relative_range([e.speedup for e in runs]),
+        "spread_by_l2_flush": by_flush,
         "copy_gbps": device.get("copy_gbps"),
         "bandwidth_fraction": moved / (statistics.median(medians) * 1e-3) / 1e9 / float(device["copy_gbps"]),
         "speedup_vec4_vs_naive": statistics.median(e.speedup for e in runs),
@@ -178,10 +207,14 @@ def main() -> None:
     table.add_column("measure")
     table.add_column("value", justify="right")
     for key, value in result.items():
-        if key not in ("fidelity", "cold_step_phases_s", "clocks", "throughput", "spread_medians_ms"):
+        if key not in ("fidelity", "cold_step_phases_s", "clocks", "throughput", "spread_medians_ms",
+                       "spread_by_l2_flush"):
             table.add_row(key, f"{value:.4g}" if isinstance(value, float) else str(value))
     for phase, seconds in result["cold_step_phases_s"].items():
         table.add_row(f"  cold step: {phase}", f"{seconds:.3f} s")
+    for mode, figures in result["spread_by_l2_flush"].items():
+        table.add_row(f"L2 flush {mode}: spread of median / speedup",
+                      f"{figures['spread']:.2%} / {figures['speedup_spread']:.2%}")
     for name, value in result.get("throughput", {}).items():
         table.add_row(f"throughput {name}", f"{value:.1f}")
     table.add_row("clocks after timing", json.dumps(result["clocks"]))

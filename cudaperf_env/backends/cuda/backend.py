@@ -96,6 +96,10 @@ class CudaBackend:
     c_reference_timeout_s: float = 30.0
     c_reference_ms: dict[tuple[str, int], float] = field(default_factory=dict, repr=False, compare=False)
 
+    def __post_init__(self) -> None:
+        if self.timing.input_sets < 2:
+            raise ValueError("CudaBackend needs timing.input_sets >= 2 (rotation is what defeats result caching)")
+
     @property
     def arch(self) -> str:
         return detect_arch()
@@ -262,7 +266,8 @@ def time_request(opts: TimingOptions, task: Task, libs: Sequence[str], sets: lis
     """The worker's ``time`` request: ``libs`` round robin on ``sets``, outputs checked against ``reference``."""
     return {"op": "time", "libs": list(libs), "sets": sets, "reference": reference, "outputs": output_checks(task),
             "pin": pin, "warmup": opts.warmup, "min_trials": opts.min_trials, "max_trials": opts.max_trials,
-            "budget_s": opts.budget_s, "target_rse": opts.target_rse, "flush_bytes": opts.flush_bytes}  # fmt: skip
+            "budget_s": opts.budget_s, "target_rse": opts.target_rse, "flush_bytes": opts.flush_bytes,
+            "l2_flush": opts.l2_flush}  # fmt: skip
 
 
 def output_checks(task: Task) -> list[dict]:

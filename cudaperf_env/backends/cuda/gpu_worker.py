@@ -12,7 +12,8 @@ Requests (JSON lines on stdin; replies on REPLY_FD):
     {"op": "call", "lib": NAME, "file": PATH, "size": N, "args": [...], "guards": [...]}
     {"op": "time", "libs": [NAME...], "sets": [{"file", "size", "args"}...], "reference": NAME,
      "outputs": [{"arg", "elem_bytes", "is_float", "atol", "rtol"}...], "pin": BOOL,
-     "min_trials": N, "max_trials": N, "budget_s": S, "target_rse": X, "flush_bytes": N, "warmup": N}
+     "min_trials": N, "max_trials": N, "budget_s": S, "target_rse": X, "flush_bytes": N, "l2_flush": "read"|"write",
+     "warmup": N}
     {"op": "stage", "set": K}   then   {"op": "wall_check", "lib": NAME, "calls": N}
 
 Timing keeps everything on the device: the pristine input sets are uploaded once,
@@ -148,7 +149,8 @@ class Worker:
         work = self.upload(request["sets"][0], copy=False)  # every timed call runs here, restored first
         self.kept_sets, self.kept_specs, self.kept_work = sets, request["sets"], work
         names = request["libs"]
-        self.check(self.h.cph_flush_setup(ctypes.c_size_t(request["flush_bytes"]), self.err, 512))
+        read = int(request.get("l2_flush", "read") == "read")
+        self.check(self.h.cph_flush_setup(ctypes.c_size_t(request["flush_bytes"]), read, self.err, 512))
         uploaded = time.perf_counter()
         overruns: dict[str, list] = {}  # canaries are checked after every call, outside the timed span
         times: dict[str, list[float]] = {n: [] for n in names}

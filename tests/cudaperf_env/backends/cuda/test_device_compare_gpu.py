@@ -10,24 +10,11 @@ import ctypes
 import numpy as np
 import pytest
 
-from cudaperf_env.backends.cuda.backend import detect_arch, harness_library
 from cudaperf_env.compare import compare
 from cudaperf_env.tasks.schema import Tolerance
 
 pytestmark = pytest.mark.gpu
 H2D = 1
-
-
-@pytest.fixture(scope="module")
-def harness():
-    h = ctypes.CDLL(str(harness_library(detect_arch())))
-    err = ctypes.create_string_buffer(512)
-    name = ctypes.create_string_buffer(256)
-    ints = [ctypes.c_int() for _ in range(3)]
-    l2 = ctypes.c_longlong()
-    assert h.cph_init(0, name, 256, *(ctypes.byref(i) for i in ints[:2]), ctypes.byref(l2),
-                      ctypes.byref(ints[2]), err, 512) == 0, err.value  # fmt: skip
-    return h
 
 
 def device_copy(h, array: np.ndarray) -> ctypes.c_void_p:

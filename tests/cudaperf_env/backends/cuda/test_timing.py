@@ -3,6 +3,7 @@
 import pytest
 
 from cudaperf_env.backends import make_backend
+from cudaperf_env.backends.cuda.backend import CudaBackend
 from cudaperf_env.backends.cuda.timing import (
     TimingOptions,
     bandwidth_flag,
@@ -38,7 +39,11 @@ def test_bandwidth_above_the_copy_ceiling_is_flagged():
 
 def test_timing_options_are_validated():
     with pytest.raises(ValueError, match="input_sets"):
-        TimingOptions(input_sets=1)
+        TimingOptions(input_sets=0)
+    with pytest.raises(ValueError, match="input_sets >= 2"):
+        CudaBackend(timing=TimingOptions(input_sets=1))  # submissions are timed on rotating sets
+    with pytest.raises(ValueError, match="l2_flush"):
+        TimingOptions(l2_flush="invalidate")
     with pytest.raises(ValueError, match="min_trials"):
         TimingOptions(min_trials=10, max_trials=5)
 
