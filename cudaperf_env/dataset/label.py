@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from cudaperf_env.backends.buffers import BufferFile
+from cudaperf_env.backends.buffers import BufferFile, layout
 from cudaperf_env.backends.cache import scratch_dir
 from cudaperf_env.backends.cuda.backend import CudaBackend, detect_arch, set_spec, time_request
 from cudaperf_env.backends.cuda.bundle import UnitBuild, build_bundles
@@ -65,7 +65,10 @@ from cudaperf_env.backends.sandbox import Crash, WorkerProcess
 from cudaperf_env.tasks.inputs import make_inputs
 from cudaperf_env.tasks.schema import Config, Task
 
-LABEL_TIMING = TimingOptions(warmup=2, min_trials=5, max_trials=40, budget_s=1.0, target_rse=0.02, input_sets=2)
+LABEL_TIMING = TimingOptions(warmup=2, min_trials=5, max_trials=40, budget_s=1.0, target_rse=0.02, input_sets=1)
+"""Lighter than a step's timing: the code is the dataset's own, so one input set (rotation defends
+against caching, which trusted code does not do) halves the input generation and upload that
+dominate a labelling run; every timed call still starts from restored inputs and a flushed L2."""
 
 
 @dataclass(frozen=True)
@@ -77,12 +80,18 @@ class LabelOptions:
         worker_tasks: Tasks one worker times before it is replaced (bounds libraries loaded).
         bundle_tasks: Consecutive tasks whose implementations are built by one nvcc call.
         pin_above_bytes: Input sets larger than this are page-locked for the upload.
+        input_jobs: Processes writing input sets (default: the cores not timing, at least 2).
+        inflight_bytes: Input-set bytes written ahead of the timing streams, at most (the
+            files live on tmpfs; default: a third of its free space). A task is always
+            prepared when its stream has nothing else ahead.
     """
 
     timing: TimingOptions = LABEL_TIMING
-    worker_tasks: int = 40
+    worker_tasks: int = 120
     bundle_tasks: int = 12
     pin_above_bytes: int = 64 << 20
+    input_jobs: int | None = None
+    inflight_bytes: int | None = None
 
 
 def task_digest(task: Task) -> str:
@@ -93,6 +102,20 @@ def task_digest(task: Task) -> str:
         "impls": [(i.name, i.source) for i in task.implementations],
     }
     return hashlib.sha256(json.dumps(content, sort_keys=True, default=dict).encode()).hexdigest()[:20]
+
+
+def label_order(tasks: Iterable[Task]) -> list[Task]:
+    """Tasks in a fixed order that interleaves families (by a hash of the id).
+
+    A run cut short then covers every family evenly, and the input sizes, which vary
+    mostly by family, even out along the stream.
+    """
+    return sorted(tasks, key=lambda t: hashlib.sha256(t.id.encode()).hexdigest())
+
+
+def input_bytes(task: Task, sets: int) -> int:
+    """Bytes of the input-set files of every configuration of ``task`` (pure)."""
+    return sets * sum(layout(task, config)[2] for _, config in all_configs(task))
 
 
 def all_configs(task: Task) -> list[tuple[str, Config]]:
@@ -188,14 +211,19 @@ class Labeller:
         self.backends = {d: CudaBackend(device=d, timeout_s=60.0) for d in self.devices}
         self.builds = ThreadPoolExecutor(max_workers=build_jobs or os.cpu_count() or 1)
         cores = os.cpu_count() or 2
-        self.inputs = ProcessPoolExecutor(max_workers=max(2, min(8, cores // 2)),
-                                          mp_context=multiprocessing.get_context("spawn"))  # fmt: skip
+        self.input_jobs = self.options.input_jobs or max(2, cores - 2 * len(self.devices))
+        self.inputs = ProcessPoolExecutor(max_workers=self.input_jobs, mp_context=multiprocessing.get_context("spawn"))
         self.scratch = scratch_dir("cudaperf-label-")
+        free = shutil.disk_usage(self.scratch).free
+        self.inflight_limit = self.options.inflight_bytes or free // 3
+        self.inflight = 0  # bytes of input sets written or being written, all streams
         self.driver = _driver_version()
         self._write = threading.Lock()
+        self._budget = threading.Lock()
 
     def run(self, tasks: Sequence[Task], out: Path, deadline: float = math.inf, progress=None) -> list[dict]:
         """Label ``tasks`` (appending to ``out``) until done or until ``time.time() > deadline``."""
+        tasks = label_order(tasks)
         step = self.options.bundle_tasks
         builds: dict[str, Future] = {}
         for start in range(0, len(tasks), step):
@@ -237,17 +265,28 @@ class Labeller:
 
     def _stream(self, device: int, tasks: Sequence[Task], builds: Mapping[str, Future],
                 deadline: float) -> Iterator[dict]:  # fmt: skip
-        """Label ``tasks`` one after another on ``device``; inputs prepared a few tasks ahead."""
-        ahead = 6
-        prepared = [self._prepare(t) for t in tasks[:ahead]]
+        """Label ``tasks`` one after another on ``device``.
+
+        Inputs are written ahead, as far as the input processes can use (their share per
+        stream, plus two) and the in-flight byte budget allows.
+        """
+        ahead = self.input_jobs // len(self.devices) + 2
+        sets = self.options.timing.input_sets
+        prepared: list[tuple[Future, int]] = []
         worker, served = None, 0
         try:
             for n, task in enumerate(tasks):
-                if n + ahead < len(tasks):
-                    prepared.append(self._prepare(tasks[n + ahead]))
+                while len(prepared) < min(n + ahead, len(tasks)):
+                    following = tasks[len(prepared)]
+                    nbytes = input_bytes(following, sets)
+                    if not self._reserve(nbytes, first=len(prepared) == n):
+                        break
+                    prepared.append((self._prepare(following), nbytes))
+                future, nbytes = prepared[n]
                 try:
-                    inputs = prepared[n].result()
+                    inputs = future.result()
                 except Exception as exc:  # a task whose inputs cannot be made is a dataset bug: record it
+                    self._release(nbytes)
                     yield {"task": task.id, "digest": task_digest(task), "configs": [], "error": f"inputs: {exc}"}
                     continue
                 if time.time() > deadline:
@@ -258,6 +297,7 @@ class Labeller:
                     worker, served = self._start(device), 0
                 record, crashed = self._label(worker, device, task, builds[task.id].result()[task.id], inputs, n)
                 _remove_inputs(inputs)
+                self._release(nbytes)
                 served += 1
                 if crashed:
                     worker.kill()
@@ -266,8 +306,20 @@ class Labeller:
         finally:
             if worker is not None:
                 worker.kill()
-            for future in prepared:
+            for future, _ in prepared:
                 future.cancel()
+
+    def _reserve(self, nbytes: int, first: bool) -> bool:
+        """Count ``nbytes`` of input files in flight if the budget allows (always for a stream's ``first``)."""
+        with self._budget:
+            if not first and self.inflight + nbytes > self.inflight_limit:
+                return False
+            self.inflight += nbytes
+            return True
+
+    def _release(self, nbytes: int) -> None:
+        with self._budget:
+            self.inflight -= nbytes
 
     def _start(self, device: int) -> WorkerProcess:
         folder = Path(scratch_dir("cudaperf-labelw-"))

@@ -11,9 +11,12 @@ import pytest
 from cudaperf_env.backends import gpu_available
 from cudaperf_env.dataset.label import (
     Labeller,
+    LabelOptions,
     all_configs,
     best_speedup,
     distinguishable,
+    input_bytes,
+    label_order,
     median_interval,
     perf_medians,
     perf_summary,
@@ -133,3 +136,32 @@ def test_implementations_of_consecutive_tasks_build_in_one_bundle():
     assert len(units) == sum(len(t.implementations) for t in tasks)
     assert all(u.library is not None and u.bundled for u in units)
     assert len({u.library for u in units}) == 1 and len({u.symbol for u in units}) == len(units)
+
+
+def test_label_order_interleaves_families_and_is_fixed():
+    tasks = list(TASKS.values())
+    ordered = label_order(tasks)
+    assert sorted(t.id for t in ordered) == sorted(t.id for t in tasks)
+    assert [t.id for t in label_order(reversed(tasks))] == [t.id for t in ordered]
+    families = [t.id.split("_")[0] for t in ordered]
+    assert sum(a == b for a, b in zip(families, families[1:], strict=False)) < len(tasks) // 2
+
+
+def test_input_bytes_count_every_configuration_and_set(tmp_path):
+    from cudaperf_env.dataset.label import write_input_sets
+
+    task = dataclasses.replace(TASKS["c2cuda/saxpy_f32"], perf_configs=({"N": 4099},))
+    specs = write_input_sets(task, str(tmp_path), 2)
+    assert input_bytes(task, 2) == sum(spec["size"] for row in specs for spec in row) == 2 * input_bytes(task, 1)
+
+
+def test_input_budget_admits_a_streams_next_task_even_when_full():
+    labeller = Labeller(devices=(0,), options=LabelOptions(inflight_bytes=100, input_jobs=2), arch="sm_90")
+    try:
+        assert labeller._reserve(80, first=False)
+        assert not labeller._reserve(30, first=False)  # over budget: not written ahead
+        assert labeller._reserve(30, first=True)  # but the task a stream waits on always is
+        labeller._release(110)
+        assert labeller.inflight == 0 and labeller._reserve(100, first=False)
+    finally:
+        labeller.close()
