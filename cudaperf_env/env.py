@@ -82,7 +82,7 @@ class CudaPerfEnv(gym.Env[str, str]):
     - v0: initial version (cpu and cuda backends; compile, correctness and speedup terms).
     """
 
-    metadata = {"render_modes": ["ansi"]}
+    metadata = {"render_modes": ["ansi"], "render_fps": 1}  # fps: one frame per turn (gymnasium asks)
 
     def __init__(
         self,

@@ -150,11 +150,19 @@ def build(config: BuildConfig, on_event: Callable[[str, int, Verdict | None], No
     report = _report(config, families, candidates, duplicates, verdicts, workers, time.perf_counter() - started)
     write_json(config.out.parent / "build-report.json", report)
     if config.card is not None:
-        from cudaperf_env.dataset.card import render_card
-        from cudaperf_env.dataset.stats import dataset_stats
-
-        config.card.write_text(render_card(dataset_stats(kept, splits), report), encoding="utf-8")
+        write_card(config.out, config.card)
     return report
+
+
+def write_card(data_file: Path, card: Path) -> None:
+    """Render the dataset card of ``data_file`` (with its splits, build report and GPU labels) to ``card``."""
+    from cudaperf_env.dataset.card import render_card
+    from cudaperf_env.dataset.load import load_records, load_splits
+    from cudaperf_env.dataset.stats import dataset_stats
+
+    report = json.loads((data_file.parent / "build-report.json").read_text(encoding="utf-8"))
+    stats = dataset_stats(load_records(data_file), load_splits(data_file))
+    card.write_text(render_card(stats, report), encoding="utf-8")
 
 
 def _report(config: BuildConfig, families: Sequence[str], candidates: Sequence[dict[str, Any]],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from typing import Any
 
@@ -12,6 +13,48 @@ def _table(header: tuple[str, str], rows: Mapping[str, Any]) -> list[str]:
     lines = [f"| {header[0]} | {header[1]} |", "|---|---:|"]
     lines += [f"| {key} | {value} |" for key, value in rows.items()]
     return lines
+
+
+def _bar_chart(histogram: list[list[float]], width: int = 40) -> list[str]:
+    """A text bar chart of ``[[lower edge, count]...]`` (the last bin is open)."""
+    top = max((count for _, count in histogram), default=0) or 1
+    edges = [lo for lo, _ in histogram]
+    names = [f"{lo:g}x - {hi:g}x" for lo, hi in itertools.pairwise(edges)] + [f">= {edges[-1]:g}x"]
+    pad = max(len(n) for n in names)
+    return [f"{name:>{pad}} | {'#' * round(count / top * width):<{width}} {count}"
+            for name, (_, count) in zip(names, histogram, strict=True)]  # fmt: skip
+
+
+def _gpu_section(labels: Mapping[str, Any], tasks: int) -> list[str]:
+    if not labels["tasks"]:
+        return ["Not measured yet: no implementation carries a GPU timing label. Run the labeller "
+                "(`python -m cudaperf_env.dataset.label`) on a GPU machine and commit its stream as "
+                "`cudaperf_env/tasks/data/dataset/labels-<card>.jsonl.gz`."]  # fmt: skip
+    q = labels["best_speedup_quantiles"]
+    return [
+        f"- Labelled: {labels['tasks']} of {tasks} tasks, every implementation on every configuration (shown, "
+        f"hidden and perf), on {', '.join(labels['cards'])} (driver {', '.join(labels['drivers'])}, "
+        f"{', '.join(labels['dates'])}) with the GPU backend's timing (L2 flushed and inputs restored before every "
+        "call, implementations interleaved).",
+        f"- Distinguishable beyond noise (fastest and slowest implementation on every perf configuration: disjoint "
+        f"5-95% intervals of the median and more than 3% apart): {labels['distinguishable_tasks']} of "
+        f"{labels['tasks']} tasks ({labels['distinguishable_tasks'] / labels['tasks']:.1%}); pairs of "
+        f"implementations: {labels['distinguishable_pairs']} of {labels['pairs']}.",
+        f"- Implementations whose outputs differed from the baseline's in some elements on the GPU (float sums "
+        f"reassociated over perf-size inputs; kept, with the count in their labels): "
+        f"{labels['implementations_mismatched']}.",
+        f"- Best implementation over the naive baseline (geometric mean over perf configurations): median "
+        f"{q['p50']}x; 10th-90th percentile {q['p10']}x-{q['p90']}x; largest {q['p100']}x.",
+        "",
+        "Tasks by the speedup of their best implementation over the naive one:",
+        "",
+        "```text",
+        *_bar_chart(labels["best_speedup_histogram"]),
+        "```",
+        "",
+        "In the first bin the naive kernel is already (within 3%) the fastest; the ranker still has the slower "
+        "strategies to learn from.",
+    ]
 
 
 def render_card(stats: Mapping[str, Any], report: Mapping[str, Any]) -> str:
@@ -77,11 +120,9 @@ def render_card(stats: Mapping[str, Any], report: Mapping[str, Any]) -> str:
         "",
         *_table(("drop reason", "tasks"), report["drops"] or {"(none)": 0}),
         "",
-        "## GPU speedup distribution",
+        "## GPU timings and speedup distribution",
         "",
-        "Not measured yet: no implementation carries a GPU timing label. Labels (card, driver, date, median ms "
-        "per perf configuration) go into each implementation's `labels` list; this section will then show the "
-        "distribution of the best implementation's speedup over the naive baseline.",
+        *_gpu_section(stats["gpu_labels"], stats["tasks"]),
         "",
         "## How to rebuild",
         "",

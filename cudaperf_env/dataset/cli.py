@@ -1,4 +1,4 @@
-"""``cudaperf dataset build|stats``: the dataset commands, added to the project CLI's subparsers.
+"""``cudaperf dataset build|card|stats``: the dataset commands, added to the project CLI's subparsers.
 
 Also runnable alone: ``python -m cudaperf_env.dataset.cli build ...``.
 """
@@ -23,7 +23,7 @@ from cudaperf_env.dataset.verify import Verdict
 
 
 def add_dataset_commands(subparsers: Any) -> None:
-    """Add ``dataset build`` and ``dataset stats`` to ``subparsers`` (from ``add_subparsers``)."""
+    """Add ``dataset build``, ``card`` and ``stats`` to ``subparsers`` (from ``add_subparsers``)."""
     dataset = subparsers.add_parser("dataset", help="build or describe the C-to-CUDA dataset")
     sub = dataset.add_subparsers(title="dataset commands")
     p = sub.add_parser("build", help="generate, dedupe, verify (CPU backend) and write the dataset")
@@ -37,6 +37,10 @@ def add_dataset_commands(subparsers: Any) -> None:
                    "for the shipped file, none otherwise)")
     p.add_argument("--no-verify", action="store_true", help="skip verification (generator checks only)")
     p.set_defaults(run=_build)
+    p = sub.add_parser("card", help="re-render the dataset card (after new GPU labels, without a rebuild)")
+    p.add_argument("--path", type=Path, default=DATA_FILE, help="data file")
+    p.add_argument("--out", type=Path, default=None, help="card to write (default: docs/dataset-card.md)")
+    p.set_defaults(run=_card)
     p = sub.add_parser("stats", help="statistics of the shipped dataset")
     p.add_argument("--path", type=Path, default=DATA_FILE, help="data file")
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -68,6 +72,15 @@ def _build(args: argparse.Namespace) -> int:
     console.print(f"{report['kept']} tasks kept of {report['candidates']} candidates "
                   f"({report['duplicates']} duplicates, drops {report['drops'] or 'none'}) "
                   f"in {report['build_seconds']} s -> {args.out}")  # fmt: skip
+    return 0
+
+
+def _card(args: argparse.Namespace) -> int:
+    from cudaperf_env.dataset.build import CARD_FILE, write_card
+
+    out = args.out or CARD_FILE
+    write_card(args.path, out)
+    Console().print(f"card written to {out}")
     return 0
 
 

@@ -4,41 +4,45 @@ The labelling run is a pipeline sized for one GPU machine:
 
 * builds: implementations of consecutive tasks compiled together, several dozen per
   nvcc call (``backends/cuda/bundle.py``; content-cached), on all cores, ahead of
-  the timing stream;
-* inputs: each configuration's input sets generated a few tasks ahead, in worker
-  processes (numpy's generators hold the GIL);
+  the timing streams;
+* inputs: each configuration's input set written ahead in worker processes (numpy's
+  generators hold the GIL) on the cores the streams leave free, as far ahead as a
+  byte budget on tmpfs allows (the perf inputs of the shipped dataset add up to
+  about 2 TB); tasks are taken in a hashed order, so families, and input sizes,
+  interleave;
 * timing: one stream per GPU. A long-lived worker (the implementations are the
   dataset's own verified code, so one worker may load many) times all
   implementations of a task together, round robin, with the GPU backend's hardened
-  loop (L2 flush, inputs restored before every call, rotating input sets), then
-  compares every implementation's outputs with the baseline's on the device.
+  loop (L2 flush and inputs restored before every call; one input set, see
+  ``LABEL_TIMING``), then compares every implementation's outputs with the
+  baseline's on the device.
 
 Each finished task is appended to a JSONL stream at once, so a run cut short keeps
 what it measured, and tasks already in any stream given as ``--done`` are skipped:
-labelling resumes across runs and sessions. (Folding the streams into the
-dataset records' ``labels`` and the card is not written yet.)
+labelling resumes across runs and sessions. Streams committed next to the data file
+(``labels-h200.jsonl.gz``) are folded into the tasks' labels when the dataset loads
+(``dataset/gpu_labels.py``).
 
-Measured on one NVIDIA H200 (driver 580.159.04, 2026-11-30; 30 tasks of the
-earlier 659-task dataset, after the first bundle): 0.73 s of GPU work per task
-(median; the upload of the perf inputs, page-locked, is most of it; ``phases``
-in each record break it down), 91 s wall for the 30 tasks including the first
-bundle build and worker start. At that rate a 3,000-task dataset needs about 35-45
-minutes of one GPU: run it on two (``--devices 0,1``) and across sessions
-(``--done`` with the streams already committed).
+Measured on two NVIDIA H200 (driver 580.159.04, 32 cores, 2026-11-30), the shipped
+3,080-task dataset: 3,041 tasks labelled in three runs of 431, 535 and 277 s
+(2.3-2.7 tasks per second), 0.34 s of GPU work per task (median; ``seconds`` and
+each configuration's ``phases`` in the records), the load average about 7.5 of 32
+cores and 10-26 GB of inputs in flight: the two timing streams are the bottleneck.
+The whole dataset takes about 20 minutes of such a machine.
 
 Run on the GPU machine::
 
-    python -m cudaperf_env.dataset.label --source dataset --out labels.jsonl \\
-        --done cudaperf_env/tasks/data/dataset/labels-h200.jsonl.gz --deadline-s 480
+    python -m cudaperf_env.dataset.label --source dataset --devices 0,1 --out labels.jsonl \\
+        --done cudaperf_env/tasks/data/dataset/labels-h200.jsonl.gz --deadline-s 530
+
+then append ``labels.jsonl`` to the committed stream (gzip) and ``cudaperf dataset card``.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
-import gzip
 import hashlib
-import itertools
 import json
 import math
 import multiprocessing
@@ -62,6 +66,7 @@ from cudaperf_env.backends.cuda.bundle import UnitBuild, build_bundles
 from cudaperf_env.backends.cuda.clocks import read_clocks
 from cudaperf_env.backends.cuda.timing import TimingOptions
 from cudaperf_env.backends.sandbox import Crash, WorkerProcess
+from cudaperf_env.dataset.gpu_labels import median_interval, perf_medians, perf_summary, read_stream, task_digest
 from cudaperf_env.tasks.inputs import make_inputs
 from cudaperf_env.tasks.schema import Config, Task
 
@@ -94,16 +99,6 @@ class LabelOptions:
     inflight_bytes: int | None = None
 
 
-def task_digest(task: Task) -> str:
-    """Content hash of what a label depends on: reference, configurations, implementations."""
-    content = {
-        "reference": task.reference_source,
-        "configs": [task.configs, task.hidden_configs, task.perf_configs],
-        "impls": [(i.name, i.source) for i in task.implementations],
-    }
-    return hashlib.sha256(json.dumps(content, sort_keys=True, default=dict).encode()).hexdigest()[:20]
-
-
 def label_order(tasks: Iterable[Task]) -> list[Task]:
     """Tasks in a fixed order that interleaves families (by a hash of the id).
 
@@ -122,75 +117,6 @@ def all_configs(task: Task) -> list[tuple[str, Config]]:
     """Every configuration of ``task`` with its kind: shown, hidden, perf."""
     kinds = (("shown", task.configs), ("hidden", task.hidden_configs), ("perf", task.perf_configs))
     return [(kind, dict(c)) for kind, configs in kinds for c in configs]
-
-
-def median_interval(samples: Sequence[float], resamples: int = 400) -> tuple[float, float, float]:
-    """Median and its 5%-95% bootstrap interval (pure; seeded)."""
-    x = np.asarray(samples, float)
-    rng = np.random.default_rng(0)
-    boot = np.median(rng.choice(x, (resamples, x.size)), axis=1)
-    return float(np.median(x)), float(np.quantile(boot, 0.05)), float(np.quantile(boot, 0.95))
-
-
-def distinguishable(a: Mapping[str, float], b: Mapping[str, float], deadband: float = 0.03) -> bool:
-    """Two timings differ beyond noise: disjoint intervals and medians further apart than ``deadband``."""
-    fast, slow = sorted((a, b), key=lambda t: t["median_ms"])
-    return fast["hi_ms"] < slow["lo_ms"] and slow["median_ms"] > fast["median_ms"] * (1 + deadband)
-
-
-def perf_summary(record: Mapping[str, Any], deadband: float = 0.03) -> dict[str, Any]:
-    """Per task, over its perf configurations: pairs of implementations told apart, and speedups.
-
-    A task is *distinguishable* when its fastest and slowest implementations differ
-    beyond noise on every perf configuration (the ranker has pairs to learn from).
-    """
-    perf = [c for c in record["configs"] if c["kind"] == "perf" and not c.get("mismatches")]
-    pairs = told = 0
-    extremes = []
-    for c in perf:
-        timings = list(c["impls"].values())
-        for a, b in itertools.combinations(timings, 2):
-            pairs += 1
-            told += distinguishable(a, b, deadband)
-        ordered = sorted(timings, key=lambda t: t["median_ms"])
-        extremes.append(distinguishable(ordered[0], ordered[-1], deadband))
-    return {"pairs": pairs, "distinguishable_pairs": told, "distinguishable": bool(extremes) and all(extremes)}
-
-
-def best_speedup(record: Mapping[str, Any], baseline: str) -> float:
-    """Geometric mean over perf configurations of baseline time / best implementation time."""
-    ratios = [c["impls"][baseline]["median_ms"] / min(t["median_ms"] for t in c["impls"].values())
-              for c in record["configs"] if c["kind"] == "perf" and baseline in c["impls"]]  # fmt: skip
-    return float(np.exp(np.mean(np.log(ratios)))) if ratios else math.nan
-
-
-def read_stream(paths: Iterable[str | Path]) -> dict[str, dict[str, Any]]:
-    """Label records by task id from JSONL streams (``.gz`` too); later lines win; missing files skipped."""
-    records: dict[str, dict[str, Any]] = {}
-    for path in paths:
-        path = Path(path)
-        if not path.is_file():
-            continue
-        opener = gzip.open if path.suffix == ".gz" else open
-        with opener(path, "rt", encoding="utf-8") as f:
-            for line in f:
-                if line.strip():
-                    record = json.loads(line)
-                    records[record["task"]] = record
-    return records
-
-
-def perf_medians(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
-    """``{task: {impl: ms}}``: geometric mean over perf configurations (``structure_vs_speed --times``)."""
-    out = {}
-    for r in records:
-        perf = [c for c in r["configs"] if c["kind"] == "perf"]
-        if not perf or r.get("error"):
-            continue
-        names = perf[0]["impls"].keys()
-        out[r["task"]] = {n: float(np.exp(np.mean([np.log(c["impls"][n]["median_ms"]) for c in perf])))
-                          for n in names}  # fmt: skip
-    return out
 
 
 class Labeller:

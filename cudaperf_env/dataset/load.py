@@ -8,6 +8,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from cudaperf_env.dataset.gpu_labels import LABEL_FILES, fold_labels, read_stream
 from cudaperf_env.errors import TaskNotFoundError
 from cudaperf_env.tasks import Task, parse_task
 
@@ -15,13 +16,20 @@ DATA_FILE = Path(__file__).resolve().parents[1] / "tasks" / "data" / "dataset" /
 SPLITS = ("train", "validation", "test")
 
 
-def load_records(path: str | Path = DATA_FILE) -> list[dict[str, Any]]:
-    """The raw task mappings of a data file (with provenance and ``labels``), in file order."""
+def load_records(path: str | Path = DATA_FILE, labels: bool = True) -> list[dict[str, Any]]:
+    """The raw task mappings of a data file (with provenance and ``labels``), in file order.
+
+    With ``labels``, the GPU label streams next to the file (``labels-*.jsonl.gz``) are
+    folded into ``implementations[].labels`` for the tasks whose digest they match.
+    """
     path = Path(path)
     if not path.is_file():
         raise TaskNotFoundError(f"no dataset file at {path}; build one with `cudaperf dataset build --out {path}`")
     with gzip.open(path, "rt", encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+        records = [json.loads(line) for line in f if line.strip()]
+    if labels:
+        fold_labels(records, read_stream(sorted(path.parent.glob(LABEL_FILES))))
+    return records
 
 
 def load_splits(path: str | Path = DATA_FILE) -> dict[str, list[str]]:
@@ -41,7 +49,7 @@ def load_dataset(split: str | None = None, path: str | Path = DATA_FILE) -> dict
     """Tasks by id: the whole dataset, or one split (``train``, ``validation``, ``test``).
 
     Parsed once per file and cached; every call returns a fresh dict of the same
-    (frozen) tasks.
+    (frozen) tasks. Implementations carry their GPU timing labels where measured.
 
     Raises:
         ValueError: ``split`` is not one of the splits.

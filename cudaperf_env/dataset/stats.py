@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
+from cudaperf_env.dataset.gpu_labels import best_speedup, perf_summary, record_timings
 from cudaperf_env.tasks.expressions import evaluate
 
 
@@ -29,6 +34,35 @@ def largest_buffer(record: Mapping[str, Any], config: Mapping[str, int]) -> int:
 def is_gpu_labelled(record: Mapping[str, Any]) -> bool:
     """Every implementation of the task carries at least one GPU timing label."""
     return all(impl.get("labels") for impl in record["implementations"])
+
+
+SPEEDUP_BINS = (1.0, 1.03, 1.5, 2, 4, 8, 16, 32, 64, 128)
+"""Lower edges of the best-over-baseline speedup histogram (the first bin: within the noise deadband)."""
+
+
+def label_stats(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Figures of the GPU timing labels of ``records``: where measured, noise, best-implementation speedups."""
+    labelled = [r for r in records if is_gpu_labelled(r)]
+    timings = [record_timings(r) for r in labelled]
+    summaries = [perf_summary(t) for t in timings]
+    speedups = sorted(s for t, r in zip(timings, labelled, strict=True)
+                      if not math.isnan(s := best_speedup(t, r["baseline"])))  # fmt: skip
+    labels = [label for r in labelled for i in r["implementations"] for label in i["labels"]]
+    edges = [*SPEEDUP_BINS, math.inf]
+    return {
+        "tasks": len(labelled),
+        "cards": sorted({label["card"] for label in labels}),
+        "drivers": sorted({label["driver"] for label in labels}),
+        "dates": sorted({label["date"] for label in labels}),
+        "distinguishable_tasks": sum(s["distinguishable"] for s in summaries),
+        "pairs": sum(s["pairs"] for s in summaries),
+        "distinguishable_pairs": sum(s["distinguishable_pairs"] for s in summaries),
+        "implementations_mismatched": sum(any(label["mismatched"] for label in i["labels"])
+                                          for r in labelled for i in r["implementations"]),  # fmt: skip
+        "best_speedup_quantiles": {f"p{q}": round(float(np.quantile(speedups, q / 100)), 2) if speedups else 0.0
+                                   for q in (10, 25, 50, 75, 90, 100)},  # fmt: skip
+        "best_speedup_histogram": [[lo, sum(lo <= x < hi for x in speedups)] for lo, hi in itertools.pairwise(edges)],
+    }
 
 
 def dataset_stats(records: Sequence[Mapping[str, Any]], splits: Mapping[str, Sequence[str]]) -> dict[str, Any]:
@@ -56,6 +90,7 @@ def dataset_stats(records: Sequence[Mapping[str, Any]], splits: Mapping[str, Seq
         "per_strategy": dict(sorted(strategies.items())),
         "check_config_elements": _spread(check),
         "perf_config_elements": _spread(perf),
+        "gpu_labels": label_stats(records),
     }
 
 

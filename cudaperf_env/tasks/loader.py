@@ -14,17 +14,20 @@ from cudaperf_env.tasks.dtypes import DTYPES
 from cudaperf_env.tasks.expressions import evaluate
 from cudaperf_env.tasks.schema import (
     KINDS,
+    LABEL_KINDS,
     ROLES,
     SCHEMA_VERSION,
     Arg,
     Config,
     Implementation,
     Task,
+    TimingLabel,
     Tolerance,
     dtype_named,
 )
 
 _ID = re.compile(r"^[a-z0-9]+/[a-z0-9_]+$")
+_LABEL_NUMBERS = ("median_ms", "lo_ms", "hi_ms", "trials", "mismatched")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 DISTRIBUTIONS = {
     "normal": {"mean", "std"},
@@ -244,5 +247,38 @@ class _Validator:
             strategies = raw.get("strategies", [])
             if not isinstance(strategies, list) or not all(isinstance(s, str) for s in strategies):
                 self.fail(f"{field}.strategies", "expected a list of strings")
-            out.append(Implementation(name, tuple(strategies), self.text(raw, "source", f"{field}.source")))
+            raw_labels = raw.get("labels") or []
+            if not isinstance(raw_labels, list):
+                self.fail(f"{field}.labels", "expected a list of GPU timing labels")
+            labels = tuple(self.label(x, f"{field}.labels[{k}]") for k, x in enumerate(raw_labels))
+            out.append(Implementation(name, tuple(strategies), self.text(raw, "source", f"{field}.source"), labels))
         return tuple(out)
+
+    def label(self, value: Any, field: str) -> TimingLabel:
+        """One GPU timing label (tens of thousands per dataset: a fast check, then the slow one to say why)."""
+        m: Mapping[str, Any] = value if isinstance(value, Mapping) else {}
+        card, kind, driver, date, config = (m.get(k) for k in ("card", "kind", "driver", "date", "config"))
+        numbers: tuple[Any, ...] = tuple(m.get(k, 0 if k == "mismatched" else None) for k in _LABEL_NUMBERS)
+        if not (isinstance(card, str) and card and kind in LABEL_KINDS and isinstance(driver, str)
+                and isinstance(date, str) and isinstance(config, Mapping)
+                and all(type(x) in (int, float) and x >= 0 for x in numbers)):  # fmt: skip
+            self._label_problem(value, field)
+        median, lo, hi, trials, mismatched = numbers
+        return TimingLabel(card, driver, date, kind, config, float(median), float(lo), float(hi), int(trials),
+                           int(mismatched))  # fmt: skip
+
+    def _label_problem(self, value: Any, field: str) -> NoReturn:
+        m = self.mapping(value, field)
+        for key in ("card", "kind"):
+            self.text(m, key, f"{field}.{key}")
+        if m["kind"] not in LABEL_KINDS:
+            self.fail(f"{field}.kind", f"expected one of {', '.join(LABEL_KINDS)}, got {m['kind']!r}")
+        for key in ("driver", "date"):
+            if not isinstance(m.get(key), str):
+                self.fail(f"{field}.{key}", f"expected a string, got {m.get(key)!r}")
+        self.mapping(m.get("config"), f"{field}.config")
+        for key in _LABEL_NUMBERS:
+            x = m.get(key, 0 if key == "mismatched" else None)
+            if type(x) not in (int, float) or not x >= 0:
+                self.fail(f"{field}.{key}", f"expected a non-negative number, got {x!r}")
+        raise AssertionError("unreachable: the fast check failed")

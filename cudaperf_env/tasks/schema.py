@@ -15,6 +15,7 @@ from cudaperf_env.tasks.expressions import evaluate
 SCHEMA_VERSION = 1
 KINDS = ("c2cuda", "torch2cuda")
 ROLES = ("scalar", "in", "out", "inout")
+LABEL_KINDS = ("shown", "hidden", "perf")
 Config = Mapping[str, int]
 
 
@@ -65,12 +66,38 @@ class Arg:
 
 
 @dataclass(frozen=True)
+class TimingLabel:
+    """One GPU timing of an implementation on one configuration (``dataset/gpu_labels.py``).
+
+    Attributes:
+        card: GPU name; ``driver`` and ``date`` say when and under what driver.
+        kind: Which configurations it comes from: ``shown``, ``hidden`` or ``perf``.
+        config: The configuration.
+        median_ms: Median time per call; ``lo_ms``/``hi_ms`` bound it (5-95% bootstrap).
+        trials: Timed calls.
+        mismatched: Output elements that differed from the baseline's on the device.
+    """
+
+    card: str
+    driver: str
+    date: str
+    kind: str
+    config: Config
+    median_ms: float
+    lo_ms: float
+    hi_ms: float
+    trials: int
+    mismatched: int = 0
+
+
+@dataclass(frozen=True)
 class Implementation:
-    """A known CUDA implementation of the task (a valid submission)."""
+    """A known CUDA implementation of the task (a valid submission), with its GPU timings if measured."""
 
     name: str
     strategies: tuple[str, ...]
     source: str
+    labels: tuple[TimingLabel, ...] = ()
 
 
 @dataclass(frozen=True)

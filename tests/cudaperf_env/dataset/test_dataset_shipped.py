@@ -7,6 +7,7 @@ import pytest
 
 from cudaperf_env.dataset.build import CARD_FILE, DATA_FILE
 from cudaperf_env.dataset.card import render_card
+from cudaperf_env.dataset.gpu_labels import LABEL_FILES, perf_summary, read_stream
 from cudaperf_env.dataset.load import load_dataset, load_records, load_splits
 from cudaperf_env.dataset.normalize import dedupe_key
 from cudaperf_env.dataset.stats import dataset_stats, output_dtype
@@ -63,4 +64,20 @@ def test_card_figures_match_an_independent_count():
         assert f"| {dtype} | {sum(output_dtype(r) == dtype for r in RECORDS)} |" in dtypes
     assert f"- Tasks: {len(RECORDS)} in {len(counts)} families" in card
     assert f"train {len(SPLITS['train'])}, validation {len(SPLITS['validation'])}" in card
-    assert "- GPU-labelled tasks: 0." in card and "Not measured yet" in card
+    streams = read_stream(DATA_FILE.parent.glob(LABEL_FILES))
+    labelled = [r for r in RECORDS if r["id"] in streams and all(i["labels"] for i in r["implementations"])]
+    assert f"- GPU-labelled tasks: {len(labelled)}." in card
+    told = sum(perf_summary(streams[r["id"]])["distinguishable"] for r in labelled)
+    assert f"{told} of {len(labelled)} tasks" in card
+
+
+def test_gpu_labels_cover_the_dataset_and_tell_implementations_apart():
+    streams = read_stream(DATA_FILE.parent.glob(LABEL_FILES))
+    labelled = [r for r in RECORDS if all(i["labels"] for i in r["implementations"])]
+    assert {r["id"] for r in labelled} == {i for i, s in streams.items() if not s["error"]}
+    assert len(labelled) >= 0.95 * len(RECORDS)
+    told = sum(perf_summary(streams[r["id"]])["distinguishable"] for r in labelled)
+    assert told >= 0.95 * len(labelled)  # the pairs the ranker learns from
+    for r in labelled:  # every implementation on every configuration
+        configs = len(r["configs"]) + len(r["hidden_configs"]) + len(r["perf_configs"])
+        assert all(len(i["labels"]) == configs for i in r["implementations"]), r["id"]
