@@ -13,7 +13,12 @@ and Spearman correlations: pooled over all implementations of score against
 speedup over the task's baseline, and the mean of per-task correlations of
 score against 1/time. This is the baseline a learned ranker must beat.
 
-Run: ``python benchmarks/structure_vs_speed.py [--times times.json] [--out result.json]``.
+With ``--dataset``, the generated dataset's tasks are scored instead and the times
+are its GPU labels (geometric mean over the perf configurations); ``--sample N``
+takes every k-th labelled task. Agreement is then also reported over the pairs
+more than 3% apart (beyond the labels' noise deadband) and per family.
+
+Run: ``python benchmarks/structure_vs_speed.py [--times times.json | --dataset [--sample N]] [--out result.json]``.
 """
 
 from __future__ import annotations
@@ -49,6 +54,29 @@ def load_times(path: str) -> dict[str, Any]:
     return data
 
 
+def times_from_labels(tasks: dict[str, Task]) -> dict[str, Any]:
+    """Measured times from the tasks' GPU labels: per implementation, the geometric mean over perf configs."""
+    out: dict[str, dict[str, float]] = {}
+    where: set[tuple[str, str, str]] = set()
+    for task in tasks.values():
+        perf = {i.name: [label.median_ms for label in i.labels if label.kind == "perf"] for i in task.implementations}
+        if all(perf.values()):
+            out[task.id] = {name: math.exp(statistics.fmean(math.log(ms) for ms in values))
+                            for name, values in perf.items()}  # fmt: skip
+            where |= {(label.card, label.driver, label.date) for i in task.implementations for label in i.labels}
+    card, driver, date = (", ".join(sorted({w[k] for w in where})) for k in range(3))
+    return {"card": card, "driver": driver, "date": date, "tasks": out}
+
+
+def dataset_tasks(sample: int | None) -> dict[str, Task]:
+    """The generated dataset's labelled tasks, or every k-th of them (``sample`` in all, spread over the file)."""
+    from cudaperf_env.dataset import load_dataset
+
+    labelled = [t for t in load_dataset().values() if all(i.labels for i in t.implementations)]
+    step = max(1, len(labelled) // sample) if sample else 1
+    return {t.id: t for t in labelled[::step]}
+
+
 def score_all(tasks: dict[str, Task], arch: str, static_only: bool) -> list[dict[str, Any]]:
     """Structural score, components and hints of every implementation."""
     rows = []
@@ -81,6 +109,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     for row in rows:
         groups.setdefault(row["task"], {})[row["impl"]] = (row["score"], row.get("time_ms", math.nan))
     result = pairwise_agreement(groups)
+    apart = pairwise_agreement(groups, min_ratio=1.03)
     pooled = [(r["score"], r["speedup"]) for r in rows if math.isfinite(r.get("speedup", math.nan))]
     per_task = []
     for members in groups.values():
@@ -92,13 +121,54 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "pairwise_agreement": result.agreement,
         "pairs": result.pairs,
+        "pairwise_agreement_beyond_noise": apart.agreement,
+        "pairs_beyond_noise": apart.pairs,
         "spearman_pooled_vs_speedup": spearman([s for s, _ in pooled], [v for _, v in pooled]) if pooled else math.nan,
         "spearman_mean_per_task": statistics.fmean(per_task) if per_task else math.nan,
         "tasks_with_3_or_more_timed": len(per_task),
     }
 
 
-def show(rows: list[dict[str, Any]], summary: dict[str, Any] | None, times: dict[str, Any] | None) -> None:
+def per_family(rows: list[dict[str, Any]], tasks: dict[str, Task]) -> dict[str, dict[str, Any]]:
+    """Agreement beyond noise per task family."""
+    families: dict[str, dict[str, dict[str, tuple[float, float]]]] = {}
+    for row in rows:
+        family = families.setdefault(tasks[row["task"]].family, {})
+        family.setdefault(row["task"], {})[row["impl"]] = (row["score"], row.get("time_ms", math.nan))
+    out = {}
+    for name, groups in sorted(families.items()):
+        result = pairwise_agreement(groups, min_ratio=1.03)
+        out[name] = {"agreement": result.agreement, "pairs": result.pairs}
+    return out
+
+
+def show(rows: list[dict[str, Any]], summary: dict[str, Any] | None, times: dict[str, Any] | None,
+         families: dict[str, dict[str, Any]] | None = None) -> None:  # fmt: skip
+    if families is not None:
+        show_families(families, times or {})
+    else:
+        show_rows(rows, times)
+    if summary:
+        Console().print(
+            f"pairwise agreement {summary['pairwise_agreement']:.3f} over {summary['pairs']} same-task pairs "
+            f"({summary['pairwise_agreement_beyond_noise']:.3f} over the {summary['pairs_beyond_noise']} more than "
+            f"3% apart); Spearman (pooled, vs speedup) {summary['spearman_pooled_vs_speedup']:.3f}; "
+            f"mean per-task Spearman {summary['spearman_mean_per_task']:.3f} "
+            f"({summary['tasks_with_3_or_more_timed']} tasks with 3+ timed implementations)"
+        )
+
+
+def show_families(families: dict[str, dict[str, Any]], times: dict[str, Any]) -> None:
+    table = Table(title=f"Structural score vs. GPU labels per family ({times.get('card', '?')}), pairs > 3% apart")
+    table.add_column("family")
+    table.add_column("agreement", justify="right")
+    table.add_column("pairs", justify="right")
+    for name, figures in sorted(families.items(), key=lambda kv: -kv[1]["pairs"]):
+        table.add_row(name, f"{figures['agreement']:.2f}", str(figures["pairs"]))
+    Console().print(table)
+
+
+def show_rows(rows: list[dict[str, Any]], times: dict[str, Any] | None) -> None:
     title = "Structural score of the starter implementations"
     if times:
         title += f" vs. time on {times.get('card', '?')} (driver {times.get('driver', '?')}, {times.get('date', '?')})"
@@ -112,15 +182,12 @@ def show(rows: list[dict[str, Any]], summary: dict[str, Any] | None, times: dict
         if times:
             cells += [f"{row['time_ms']:.3f}", f"{row['speedup']:.2f}"]
         table.add_row(*cells)
-    console = Console()
-    console.print(table)
-    if summary:
-        console.print(
-            f"pairwise agreement {summary['pairwise_agreement']:.3f} over {summary['pairs']} same-task pairs; "
-            f"Spearman (pooled, vs speedup) {summary['spearman_pooled_vs_speedup']:.3f}; "
-            f"mean per-task Spearman {summary['spearman_mean_per_task']:.3f} "
-            f"({summary['tasks_with_3_or_more_timed']} tasks with 3+ timed implementations)"
-        )
+    Console().print(table)
+
+
+def compact(rows: list[dict[str, Any]]) -> list[list[Any]]:
+    """``[task, impl, score, time_ms]`` per implementation (the dataset's rows, without components and hints)."""
+    return [[r["task"], r["impl"], round(r["score"], 4), r.get("time_ms", math.nan)] for r in rows]
 
 
 def _json_safe(value: Any) -> Any:
@@ -140,20 +207,28 @@ def main() -> None:
     parser.add_argument("--arch", default=DEFAULT_ARCH, help="target architecture of the compile check")
     parser.add_argument("--static-only", action="store_true", help="skip nvcc: source features only")
     parser.add_argument("--task-dir", help="a directory of task files instead of the bundled tasks")
+    parser.add_argument("--dataset", action="store_true", help="the generated dataset, timed by its GPU labels")
+    parser.add_argument("--sample", type=int, help="with --dataset: about this many tasks, spread over the file")
     args = parser.parse_args()
 
-    tasks = load_tasks(args.task_dir, kind="c2cuda")
-    times = load_times(args.times) if args.times else None
+    if args.dataset:
+        tasks = dataset_tasks(args.sample)
+        times: dict[str, Any] | None = times_from_labels(tasks)
+    else:
+        tasks = load_tasks(args.task_dir, kind="c2cuda")
+        times = load_times(args.times) if args.times else None
     rows = score_all(tasks, args.arch, args.static_only)
-    summary = None
+    summary = families = None
     if times:
         attach_times(rows, tasks, times)
         summary = summarize(rows)
-    show(rows, summary, times)
+        families = per_family(rows, tasks) if args.dataset else None
+    show(rows, summary, times, families)
     if args.out:
         meta = {k: times.get(k) for k in ("card", "driver", "date")} if times else {}
-        payload = {**meta, "arch": args.arch, "static_only": args.static_only,
-                   "weights": weights_table(ScoreWeights()), "implementations": rows, **(summary or {})}
+        payload = {**meta, "arch": args.arch, "static_only": args.static_only, "source": "dataset" if args.dataset
+                   else "starter", "weights": weights_table(ScoreWeights()), **(summary or {}),
+                   "families": families, "implementations": compact(rows) if args.dataset else rows}  # fmt: skip
         Path(args.out).write_text(json.dumps(_json_safe(payload), indent=2))
 
 

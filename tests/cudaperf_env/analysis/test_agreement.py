@@ -26,6 +26,13 @@ def test_equal_times_and_missing_values_are_skipped():
     assert result.pairs == 0 and math.isnan(result.agreement)
 
 
+def test_pairs_within_the_noise_deadband_can_be_skipped():
+    groups = {"a": {"x": (0.9, 1.0), "y": (0.1, 1.02), "z": (0.5, 2.0)}}  # x-y 2% apart
+    assert pairwise_agreement(groups).pairs == 3
+    result = pairwise_agreement(groups, min_ratio=1.03)
+    assert result.pairs == 2 and result.agreement == pytest.approx(0.5)  # x-z agrees, y-z does not
+
+
 def test_ranks_average_ties():
     assert ranks([10.0, 30.0, 20.0, 20.0]) == [1.0, 4.0, 2.5, 2.5]
 
