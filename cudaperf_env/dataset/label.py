@@ -28,7 +28,12 @@ Measured on two NVIDIA H200 (driver 580.159.04, 32 cores, 2026-11-30), the shipp
 (2.3-2.7 tasks per second), 0.34 s of GPU work per task (median; ``seconds`` and
 each configuration's ``phases`` in the records), the load average about 7.5 of 32
 cores and 10-26 GB of inputs in flight: the two timing streams are the bottleneck.
-The whole dataset takes about 20 minutes of such a machine.
+The whole dataset takes about 20 minutes of such a machine. Of the streams' 1,960 s
+of GPU work (mean 0.64 s per task): perf configurations 1,305 s (upload of the
+page-locked inputs 497 s, i.e. about 4 GB/s with the registration; trials 670 s;
+output check 138 s), shown and hidden ones 176 s, loading libraries and requests
+the rest. Next steps, unmeasured: plain (pageable) uploads for these single-use
+sets, and uploading the next configuration while the current one is timed.
 
 Run on the GPU machine::
 
