@@ -54,6 +54,13 @@ def _gpu_section(labels: Mapping[str, Any], tasks: int) -> list[str]:
         "",
         "In the first bin the naive kernel is already (within 3%) the fastest; the ranker still has the slower "
         "strategies to learn from.",
+        "",
+        "Per family: labelled tasks, tasks distinguishable beyond noise, median speedup of the best implementation.",
+        "",
+        "| family | labelled | distinguishable | median best speedup |",
+        "|---|---:|---:|---:|",
+        *[f"| {name} | {f['tasks']} | {f['distinguishable']} | {f['median_best_speedup']}x |"
+          for name, f in labels["per_family"].items()],
     ]
 
 

@@ -49,6 +49,15 @@ def label_stats(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                       if not math.isnan(s := best_speedup(t, r["baseline"])))  # fmt: skip
     labels = [label for r in labelled for i in r["implementations"] for label in i["labels"]]
     edges = [*SPEEDUP_BINS, math.inf]
+    families: dict[str, dict[str, Any]] = {}
+    for r, t, summary in zip(labelled, timings, summaries, strict=True):
+        family = families.setdefault(r["family"], {"tasks": 0, "distinguishable": 0, "speedups": []})
+        family["tasks"] += 1
+        family["distinguishable"] += summary["distinguishable"]
+        family["speedups"].append(best_speedup(t, r["baseline"]))
+    per_family = {name: {"tasks": f["tasks"], "distinguishable": f["distinguishable"],
+                         "median_best_speedup": round(float(np.nanmedian(f["speedups"])), 2)}
+                  for name, f in sorted(families.items())}  # fmt: skip
     return {
         "tasks": len(labelled),
         "cards": sorted({label["card"] for label in labels}),
@@ -62,6 +71,7 @@ def label_stats(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "best_speedup_quantiles": {f"p{q}": round(float(np.quantile(speedups, q / 100)), 2) if speedups else 0.0
                                    for q in (10, 25, 50, 75, 90, 100)},  # fmt: skip
         "best_speedup_histogram": [[lo, sum(lo <= x < hi for x in speedups)] for lo, hi in itertools.pairwise(edges)],
+        "per_family": per_family,
     }
 
 

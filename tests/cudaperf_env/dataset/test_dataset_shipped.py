@@ -69,6 +69,8 @@ def test_card_figures_match_an_independent_count():
     assert f"- GPU-labelled tasks: {len(labelled)}." in card
     told = sum(perf_summary(streams[r["id"]])["distinguishable"] for r in labelled)
     assert f"{told} of {len(labelled)} tasks" in card
+    rows = re.findall(r"^\| (\w+) \| (\d+) \| (\d+) \| [\d.]+x \|$", card.split("Per family: labelled")[1], re.M)
+    assert sum(int(n) for _, n, _ in rows) == len(labelled) and sum(int(d) for _, _, d in rows) == told
 
 
 def test_gpu_labels_cover_the_dataset_and_tell_implementations_apart():

@@ -88,7 +88,7 @@ def test_task_digest_changes_with_any_implementation():
 
 def stored(record_id="c2cuda/x_0"):
     """A data-file record of two implementations (labels empty, as built)."""
-    return {"id": record_id, "baseline": "naive", "reference": {"source": "void f() {}"},
+    return {"id": record_id, "family": "x", "baseline": "naive", "reference": {"source": "void f() {}"},
             "configs": [{"N": 10}], "hidden_configs": [{"N": 11}], "perf_configs": [{"N": 1000}],
             "implementations": [{"name": "naive", "source": "a", "labels": []},
                                 {"name": "fast", "source": "b", "labels": []}]}  # fmt: skip
@@ -170,6 +170,7 @@ def test_label_stats_count_noise_mismatches_and_speedups():
     assert stats["distinguishable_tasks"] == 0 and stats["implementations_mismatched"] == 1
     assert stats["best_speedup_quantiles"]["p50"] == 4.0
     assert [count for _, count in stats["best_speedup_histogram"]] == [0, 0, 0, 0, 1, 0, 0, 0, 0, 0]  # 4x: [4, 8)
+    assert stats["per_family"] == {"x": {"tasks": 1, "distinguishable": 0, "median_best_speedup": 4.0}}
 
 
 def test_bar_chart_scales_to_the_largest_bin():
