@@ -30,7 +30,7 @@ def _gpu_section(labels: Mapping[str, Any], tasks: int) -> list[str]:
         return ["Not measured yet: no implementation carries a GPU timing label. Run the labeller "
                 "(`python -m cudaperf_env.dataset.label`) on a GPU machine and commit its stream as "
                 "`cudaperf_env/tasks/data/dataset/labels-<card>.jsonl.gz`."]  # fmt: skip
-    q = labels["best_speedup_quantiles"]
+    q, b = labels["best_speedup_quantiles"], labels["baseline_perf_ms"]
     return [
         f"- Labelled: {labels['tasks']} of {tasks} tasks, every implementation on every configuration (shown, "
         f"hidden and perf), on {', '.join(labels['cards'])} (driver {', '.join(labels['drivers'])}, "
@@ -43,6 +43,8 @@ def _gpu_section(labels: Mapping[str, Any], tasks: int) -> list[str]:
         f"- Implementations whose outputs differed from the baseline's in some elements on the GPU (float sums "
         f"reassociated over perf-size inputs; kept, with the count in their labels): "
         f"{labels['implementations_mismatched']}.",
+        f"- The baseline's time on the perf configurations: min {b['min']} ms, 1st percentile {b['p1']} ms, "
+        f"median {b['median']} ms, max {b['max']} ms (a launch costs a few microseconds).",
         f"- Best implementation over the naive baseline (geometric mean over perf configurations): median "
         f"{q['p50']}x; 10th-90th percentile {q['p10']}x-{q['p90']}x; largest {q['p100']}x.",
         "",

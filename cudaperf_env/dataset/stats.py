@@ -72,7 +72,18 @@ def label_stats(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                                    for q in (10, 25, 50, 75, 90, 100)},  # fmt: skip
         "best_speedup_histogram": [[lo, sum(lo <= x < hi for x in speedups)] for lo, hi in itertools.pairwise(edges)],
         "per_family": per_family,
+        "baseline_perf_ms": _quantiles([label["median_ms"] for r in labelled for i in r["implementations"]
+                                        if i["name"] == r["baseline"] for label in i["labels"]
+                                        if label["kind"] == "perf"]),  # fmt: skip
     }
+
+
+def _quantiles(values: Sequence[float]) -> dict[str, float]:
+    """Min, 1st percentile, median and max (4 significant digits); zeros when empty."""
+    if not values:
+        return {"min": 0.0, "p1": 0.0, "median": 0.0, "max": 0.0}
+    q = np.quantile(values, [0, 0.01, 0.5, 1])
+    return {k: float(f"{v:.4g}") for k, v in zip(("min", "p1", "median", "max"), q, strict=True)}
 
 
 def dataset_stats(records: Sequence[Mapping[str, Any]], splits: Mapping[str, Sequence[str]]) -> dict[str, Any]:

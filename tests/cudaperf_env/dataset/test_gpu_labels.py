@@ -171,6 +171,7 @@ def test_label_stats_count_noise_mismatches_and_speedups():
     assert stats["best_speedup_quantiles"]["p50"] == 4.0
     assert [count for _, count in stats["best_speedup_histogram"]] == [0, 0, 0, 0, 1, 0, 0, 0, 0, 0]  # 4x: [4, 8)
     assert stats["per_family"] == {"x": {"tasks": 1, "distinguishable": 0, "median_best_speedup": 4.0}}
+    assert stats["baseline_perf_ms"] == {"min": 4.0, "p1": 4.0, "median": 4.0, "max": 4.0}
 
 
 def test_bar_chart_scales_to_the_largest_bin():
