@@ -129,6 +129,20 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def per_component(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """For each score component: how often, among same-task pairs more than 3% apart in time whose values of
+    the component differ, the higher value is the faster implementation."""
+    out = {}
+    for name in sorted({k for r in rows for k in r["components"]}):
+        groups: dict[str, dict[str, tuple[float, float]]] = {}
+        for r in rows:
+            value = r["components"].get(name)
+            groups.setdefault(r["task"], {})[r["impl"]] = (math.nan if value is None else value, r["time_ms"])
+        result = pairwise_agreement(groups, min_ratio=1.03, skip_score_ties=True)
+        out[name] = {"agreement_where_it_differs": result.agreement, "pairs": result.pairs}
+    return out
+
+
 def per_family(rows: list[dict[str, Any]], tasks: dict[str, Task]) -> dict[str, dict[str, Any]]:
     """Agreement beyond noise per task family."""
     families: dict[str, dict[str, dict[str, tuple[float, float]]]] = {}
@@ -148,6 +162,13 @@ def show(rows: list[dict[str, Any]], summary: dict[str, Any] | None, times: dict
         show_families(families, times or {})
     else:
         show_rows(rows, times)
+    if summary and summary.get("components"):
+        table = Table(title="Each component alone, on pairs > 3% apart where its values differ")
+        for column in ("component", "higher value is faster", "pairs"):
+            table.add_column(column, justify="left" if column == "component" else "right")
+        for name, figures in summary["components"].items():
+            table.add_row(name, f"{figures['agreement_where_it_differs']:.2f}", str(figures["pairs"]))
+        Console().print(table)
     if summary:
         Console().print(
             f"pairwise agreement {summary['pairwise_agreement']:.3f} over {summary['pairs']} same-task pairs "
@@ -223,6 +244,7 @@ def main() -> None:
         attach_times(rows, tasks, times)
         summary = summarize(rows)
         families = per_family(rows, tasks) if args.dataset else None
+        summary["components"] = per_component(rows)
     show(rows, summary, times, families)
     if args.out:
         meta = {k: times.get(k) for k in ("card", "driver", "date")} if times else {}

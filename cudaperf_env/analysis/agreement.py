@@ -25,13 +25,16 @@ class Agreement:
     pairs: int
 
 
-def pairwise_agreement(groups: Mapping[str, Mapping[str, tuple[float, float]]], min_ratio: float = 1.0) -> Agreement:
+def pairwise_agreement(groups: Mapping[str, Mapping[str, tuple[float, float]]], min_ratio: float = 1.0,
+                       skip_score_ties: bool = False) -> Agreement:  # fmt: skip
     """Agreement of scores with times inside each group.
 
     Args:
         groups: ``{task: {implementation: (score, time)}}``; only pairs inside one task are compared.
         min_ratio: Skip pairs whose slower time is less than this multiple of the faster
             (``1.03``: only pairs told apart beyond a 3% noise deadband).
+        skip_score_ties: Skip pairs with equal scores instead of giving them half credit
+            (how often a score is right where it says anything).
     """
     credit = 0.0
     pairs = 0
@@ -41,6 +44,8 @@ def pairwise_agreement(groups: Mapping[str, Mapping[str, tuple[float, float]]], 
             for j in range(i + 1, len(items)):
                 (score_a, time_a), (score_b, time_b) = items[i], items[j]
                 if time_a == time_b or max(time_a, time_b) < min_ratio * min(time_a, time_b):
+                    continue
+                if score_a == score_b and skip_score_ties:
                     continue
                 pairs += 1
                 if score_a == score_b:

@@ -33,6 +33,13 @@ def test_pairs_within_the_noise_deadband_can_be_skipped():
     assert result.pairs == 2 and result.agreement == pytest.approx(0.5)  # x-z agrees, y-z does not
 
 
+def test_score_ties_can_be_skipped_instead_of_half_credited():
+    groups = {"a": {"x": (0.5, 1.0), "y": (0.5, 2.0), "z": (0.9, 0.5)}}
+    assert pairwise_agreement(groups).agreement == pytest.approx((0.5 + 1 + 1) / 3)
+    result = pairwise_agreement(groups, skip_score_ties=True)
+    assert result.pairs == 2 and result.agreement == 1.0
+
+
 def test_ranks_average_ties():
     assert ranks([10.0, 30.0, 20.0, 20.0]) == [1.0, 4.0, 2.5, 2.5]
 
