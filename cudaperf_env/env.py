@@ -102,7 +102,7 @@ class CudaPerfEnv(gym.Env[str, str]):
             raise ValueError(f"max_turns must be >= 1, got {max_turns}")
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
-        tasks = load_dataset(split=split) if split is not None else load_tasks(task_dir, kind)
+        tasks = load_dataset(split=split, labels=False) if split is not None else load_tasks(task_dir, kind)
         if task_ids is not None:
             missing = [t for t in task_ids if t not in tasks]
             if missing:

@@ -347,7 +347,7 @@ def _load_tasks(source: str) -> list[Task]:
         return list(load_tasks(kind="c2cuda").values())
     from cudaperf_env.dataset.load import load_dataset
 
-    return list(load_dataset().values())
+    return list(load_dataset(labels=False).values())
 
 
 def main(argv: Sequence[str] | None = None) -> None:

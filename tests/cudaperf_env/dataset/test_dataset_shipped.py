@@ -45,6 +45,8 @@ def test_load_dataset_returns_the_splits_as_tasks():
     assert set(train) == set(SPLITS["train"]) and all(t.family not in SPLITS["test_families"] for t in train.values())
     with pytest.raises(ValueError, match="unknown split 'dev'; expected one of train, validation, test"):
         load_dataset("dev")
+    labelled = next(t for t in train.values() if t.implementations[0].labels)
+    assert not any(i.labels for i in load_dataset("train", labels=False)[labelled.id].implementations)
 
 
 def test_card_is_the_rendering_of_the_shipped_data():
