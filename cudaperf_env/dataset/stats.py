@@ -45,16 +45,16 @@ def label_stats(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     labelled = [r for r in records if is_gpu_labelled(r)]
     timings = [record_timings(r) for r in labelled]
     summaries = [perf_summary(t) for t in timings]
-    speedups = sorted(s for t, r in zip(timings, labelled, strict=True)
-                      if not math.isnan(s := best_speedup(t, r["baseline"])))  # fmt: skip
+    best = [best_speedup(t, r["baseline"]) for t, r in zip(timings, labelled, strict=True)]
+    speedups = sorted(x for x in best if not math.isnan(x))
     labels = [label for r in labelled for i in r["implementations"] for label in i["labels"]]
     edges = [*SPEEDUP_BINS, math.inf]
     families: dict[str, dict[str, Any]] = {}
-    for r, t, summary in zip(labelled, timings, summaries, strict=True):
+    for r, summary, speedup in zip(labelled, summaries, best, strict=True):
         family = families.setdefault(r["family"], {"tasks": 0, "distinguishable": 0, "speedups": []})
         family["tasks"] += 1
         family["distinguishable"] += summary["distinguishable"]
-        family["speedups"].append(best_speedup(t, r["baseline"]))
+        family["speedups"].append(speedup)
     per_family = {name: {"tasks": f["tasks"], "distinguishable": f["distinguishable"],
                          "median_best_speedup": round(float(np.nanmedian(f["speedups"])), 2)}
                   for name, f in sorted(families.items())}  # fmt: skip
