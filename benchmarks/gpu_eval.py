@@ -154,10 +154,12 @@ def main() -> None:
     device = dict(runs[0].device)
     moved = sum(a.numel(task.perf_configs[0]) * a.dtype.itemsize * (2 if a.role == "inout" else 1)
                 for a in task.args if a.is_buffer)  # fmt: skip
+    drivers = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, check=False).stdout.split()  # fmt: skip
     result: dict[str, object] = {
         "card": device.get("name"),
-        "driver": subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                                 capture_output=True, text=True, check=False).stdout.strip(),  # fmt: skip
+        "driver": drivers[0] if drivers else "",
+        "gpus_on_machine": len(drivers),  # the others may be busy (load, copies) during the run
         "cuda_driver_api": device.get("driver"),
         "clocks": {k: device[k] for k in ("sm_clock_mhz", "max_sm_clock_mhz", "mem_clock_mhz", "temperature_c",
                                           "throttled_by") if k in device},  # fmt: skip

@@ -13,27 +13,35 @@ The labelling run is a pipeline sized for one GPU machine:
 * timing: one stream per GPU. A long-lived worker (the implementations are the
   dataset's own verified code, so one worker may load many) times all
   implementations of a task together, round robin, with the GPU backend's hardened
-  loop (L2 flush and inputs restored before every call; one input set, see
-  ``LABEL_TIMING``), then compares every implementation's outputs with the
-  baseline's on the device.
+  loop (L2 flush and inputs restored before every call); being trusted, the code
+  gets lighter timing than a submission (``LABEL_TIMING``, ``SMALL_TIMING``): one
+  input set, outputs compared with the baseline's on the device on the first calls,
+  which double as the warmup, and a short budget with at least 3 timed calls.
 
 Each finished task is appended to a JSONL stream at once, so a run cut short keeps
 what it measured, and tasks already in any stream given as ``--done`` are skipped:
 labelling resumes across runs and sessions. Streams committed next to the data file
 (``labels-h200.jsonl.gz``) are folded into the tasks' labels when the dataset loads
-(``dataset/gpu_labels.py``).
+(``dataset/gpu_labels.py``). Records carry where their time went: per configuration
+the worker's ``phases`` and the request's ``request_s``; per task ``seconds`` on the
+stream, ``load_s`` (libraries), ``wait_s`` (for inputs and builds: the pipeline fell
+behind) and ``worker_start_s``.
 
-Measured on two NVIDIA H200 (driver 580.159.04, 32 cores, 2026-11-30), the shipped
-3,080-task dataset: 3,041 tasks labelled in three runs of 431, 535 and 277 s
-(2.3-2.7 tasks per second), 0.34 s of GPU work per task (median; ``seconds`` and
-each configuration's ``phases`` in the records), the load average about 7.5 of 32
-cores and 10-26 GB of inputs in flight: the two timing streams are the bottleneck.
-The whole dataset takes about 20 minutes of such a machine. Of the streams' 1,960 s
-of GPU work (mean 0.64 s per task): perf configurations 1,305 s (upload of the
-page-locked inputs 497 s, i.e. about 4 GB/s with the registration; trials 670 s;
-output check 138 s), shown and hidden ones 176 s, loading libraries and requests
-the rest. Next steps, unmeasured: plain (pageable) uploads for these single-use
-sets, and uploading the next configuration while the current one is timed.
+Measured (``benchmarks/label_rate.py``, ``benchmarks/results/label_rate.json``; one
+NVIDIA H200, driver 580.159.04, 16 cores, 2026-11-30), on 100 tasks sampled over the
+shipped labels' per-task cost (their mean cost matches the whole dataset's), in the
+same run: these options label 2.19 tasks per second, the options the shipped labels
+were measured with 1.77 (1.24x), i.e. the 3,080-task dataset in about 23.5 instead of
+29 minutes of one H200 (about half that on two GPUs, one stream each; not measured
+with these options). Same tasks told apart (97 of 100), every
+implementation pair told apart by both ordered alike (371 pairs), and the slowest
+kernels now get 3 timed calls instead of as few as 1. The stream was busy 84% of
+the wall time; of its time, perf trials 45%, perf uploads 22% (page-locked; plain
+pageable uploads were 30-40% slower on the first 100 tasks in labelling order,
+``label_rate_pageable.json``), the first (checked) calls 13%, shown and
+hidden configurations 16%, of which most is freeing the previous task's buffers.
+A tenth of the tasks take half the time: naive kernels of up to 1.8 s on the perf
+configurations, which at least 4 calls each cannot avoid.
 
 Run on the GPU machine::
 
@@ -46,6 +54,7 @@ then append ``labels.jsonl`` to the committed stream (gzip) and ``cudaperf datas
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import hashlib
 import json
@@ -75,10 +84,16 @@ from cudaperf_env.dataset.gpu_labels import median_interval, perf_medians, perf_
 from cudaperf_env.tasks.inputs import make_inputs
 from cudaperf_env.tasks.schema import Config, Task
 
-LABEL_TIMING = TimingOptions(warmup=2, min_trials=5, max_trials=40, budget_s=1.0, target_rse=0.02, input_sets=1)
-"""Lighter than a step's timing: the code is the dataset's own, so one input set (rotation defends
-against caching, which trusted code does not do) halves the input generation and upload that
-dominate a labelling run; every timed call still starts from restored inputs and a flushed L2."""
+LABEL_TIMING = TimingOptions(warmup=1, min_trials=5, max_trials=40, budget_s=0.5, budget_floor=3, target_rse=0.02,
+                             input_sets=1, check_first=True)  # fmt: skip
+"""Timing of the perf configurations, lighter than a step's: the code is the dataset's own, so
+one input set (rotation defends against caching, which trusted code does not do) and outputs
+checked on the first calls, which double as the warmup (no extra calls after timing); a 0.5 s
+budget per configuration, but at least 3 timed calls of each implementation, so every median
+has an interval. Every timed call still starts from restored inputs and a flushed L2."""
+
+SMALL_TIMING = dataclasses.replace(LABEL_TIMING, max_trials=10, budget_s=0.25)
+"""Timing of the shown and hidden configurations: small, launch-bound sizes, at most 10 trials."""
 
 
 @dataclass(frozen=True)
@@ -86,7 +101,8 @@ class LabelOptions:
     """How the labelling run times and batches (lighter timing than a step's: the code is trusted).
 
     Attributes:
-        timing: Trials, stopping rule, input sets and L2 flush per configuration.
+        timing: Trials, stopping rule, input sets and L2 flush per perf configuration.
+        small_timing: The same for the shown and hidden configurations.
         worker_tasks: Tasks one worker times before it is replaced (bounds libraries loaded).
         bundle_tasks: Consecutive tasks whose implementations are built by one nvcc call.
         pin_above_bytes: Input sets larger than this are page-locked for the upload.
@@ -97,11 +113,16 @@ class LabelOptions:
     """
 
     timing: TimingOptions = LABEL_TIMING
-    worker_tasks: int = 120
+    small_timing: TimingOptions = SMALL_TIMING
+    worker_tasks: int = 600
     bundle_tasks: int = 12
     pin_above_bytes: int = 64 << 20
     input_jobs: int | None = None
     inflight_bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.timing.input_sets != self.small_timing.input_sets:
+            raise ValueError("timing and small_timing need the same input_sets (one file per set and configuration)")
 
 
 def label_order(tasks: Iterable[Task]) -> list[Task]:
@@ -214,6 +235,7 @@ class Labeller:
                         break
                     prepared.append((self._prepare(following), nbytes))
                 future, nbytes = prepared[n]
+                wait_from = time.perf_counter()
                 try:
                     inputs = future.result()
                 except Exception as exc:  # a task whose inputs cannot be made is a dataset bug: record it
@@ -222,11 +244,16 @@ class Labeller:
                     continue
                 if time.time() > deadline:
                     break
+                task_builds = builds[task.id].result()[task.id]
+                waited = time.perf_counter() - wait_from  # for inputs and builds: the pipeline fell behind
+                start_from = time.perf_counter()
                 if worker is None or served >= self.options.worker_tasks:
                     if worker is not None:
                         worker.kill()
                     worker, served = self._start(device), 0
-                record, crashed = self._label(worker, device, task, builds[task.id].result()[task.id], inputs, n)
+                restarted = time.perf_counter() - start_from
+                record, crashed = self._label(worker, device, task, task_builds, inputs, n)
+                record.update(wait_s=round(waited, 3), worker_start_s=round(restarted, 3))
                 _remove_inputs(inputs)
                 self._release(nbytes)
                 served += 1
@@ -280,12 +307,14 @@ class Labeller:
             if isinstance(reply, Crash) or not reply.get("ok"):
                 record["error"] = f"load {impl.name}: {_failure(reply)}"
                 return record, True
+        record["load_s"] = round(time.perf_counter() - started, 4)
         init = worker.early_replies[0] if worker.early_replies else {}
         record["device"] = {k: init.get(k) for k in ("name", "cc", "sms", "driver")}
-        opts = self.options.timing
         for (kind, config), sets in zip(all_configs(task), inputs, strict=True):
+            opts = self.options.timing if kind == "perf" else self.options.small_timing
             pin = sets[0]["size"] > self.options.pin_above_bytes
             request = time_request(opts, task, list(names.values()), sets, names[task.baseline], pin)
+            asked = time.perf_counter()
             reply = worker.request(request, opts.budget_s * 4 + 120)
             if isinstance(reply, Crash) or not reply.get("ok"):
                 record["error"] = f"{kind} {dict(config)}: {_failure(reply)}"
@@ -297,6 +326,7 @@ class Labeller:
                 impls[by_lib[lib]] = {"median_ms": median, "lo_ms": lo, "hi_ms": hi, "trials": len(samples)}
             record["configs"].append({
                 "kind": kind, "config": config, "impls": impls, "phases": reply["phases"],
+                "request_s": round(time.perf_counter() - asked, 4),
                 "mismatches": {by_lib[lib]: m for lib, m in reply["mismatches"].items()},
                 "overruns": {by_lib[lib]: o for lib, o in reply["overruns"].items()},
             })  # fmt: skip

@@ -99,6 +99,8 @@ class CudaBackend:
     def __post_init__(self) -> None:
         if self.timing.input_sets < 2:
             raise ValueError("CudaBackend needs timing.input_sets >= 2 (rotation is what defeats result caching)")
+        if self.timing.check_first:
+            raise ValueError("CudaBackend checks outputs after timing (check_first is for trusted code only)")
 
     @property
     def arch(self) -> str:
@@ -266,8 +268,9 @@ def time_request(opts: TimingOptions, task: Task, libs: Sequence[str], sets: lis
     """The worker's ``time`` request: ``libs`` round robin on ``sets``, outputs checked against ``reference``."""
     return {"op": "time", "libs": list(libs), "sets": sets, "reference": reference, "outputs": output_checks(task),
             "pin": pin, "warmup": opts.warmup, "min_trials": opts.min_trials, "max_trials": opts.max_trials,
-            "budget_s": opts.budget_s, "target_rse": opts.target_rse, "flush_bytes": opts.flush_bytes,
-            "l2_flush": opts.l2_flush}  # fmt: skip
+            "budget_s": opts.budget_s, "budget_floor": opts.budget_floor, "target_rse": opts.target_rse,
+            "flush_bytes": opts.flush_bytes,
+            "l2_flush": opts.l2_flush, "check_first": opts.check_first}  # fmt: skip
 
 
 def output_checks(task: Task) -> list[dict]:

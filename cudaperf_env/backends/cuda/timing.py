@@ -18,6 +18,8 @@ class TimingOptions:
         min_trials: Timed calls of each implementation at least.
         max_trials: And at most.
         budget_s: Wall-clock budget per configuration.
+        budget_floor: Timed calls of each implementation even past the budget (a median of
+            fewer than 3 samples has no interval; steps keep 1 so slow submissions stay cheap).
         target_rse: Stop once the relative standard error of both medians is below this.
         input_sets: Distinct input sets rotated through the same buffers (defeats caching;
             ``CudaBackend`` requires at least 2 for submissions).
@@ -28,12 +30,17 @@ class TimingOptions:
         deadband: Speedups within ``1 +- deadband`` are reported as 1.
         wall_check_calls: Back-to-back calls timed from the parent's clock per implementation.
         pin_inputs: Page-lock the input sets while uploading them (faster copies).
+        check_first: Compare outputs with the reference's on each implementation's first
+            calls, which then also serve as its first warmup round, instead of on extra
+            calls after timing. For trusted code only (the labeller): a submission could
+            cache results across calls, which only a check after timing catches.
     """
 
     warmup: int = 3
     min_trials: int = 20
     max_trials: int = 100
     budget_s: float = 3.0
+    budget_floor: int = 1
     target_rse: float = 0.01
     input_sets: int = 3
     flush_bytes: int = 256 << 20
@@ -41,12 +48,15 @@ class TimingOptions:
     deadband: float = 0.03
     wall_check_calls: int = 10
     pin_inputs: bool = True
+    check_first: bool = False
 
     def __post_init__(self) -> None:
         if self.l2_flush not in ("read", "write"):
             raise ValueError(f"l2_flush must be 'read' or 'write', not {self.l2_flush!r}")
         if not 1 <= self.min_trials <= self.max_trials:
             raise ValueError("need 1 <= min_trials <= max_trials")
+        if not 1 <= self.budget_floor <= self.max_trials:
+            raise ValueError("need 1 <= budget_floor <= max_trials")
         if self.input_sets < 1:
             raise ValueError("input_sets must be >= 1")
 

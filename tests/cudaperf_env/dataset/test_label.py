@@ -33,13 +33,22 @@ def test_labelling_two_starter_tasks_on_the_gpu(tmp_path):
     for r, task in zip(sorted(records, key=lambda r: r["task"]), sorted(tasks, key=lambda t: t.id), strict=True):
         assert r["error"] == ""
         assert len(r["configs"]) == len(all_configs(task))
+        assert r["load_s"] >= 0 and r["wait_s"] >= 0 and r["worker_start_s"] >= 0
         for c in r["configs"]:
             assert set(c["impls"]) == {i.name for i in task.implementations}
             assert not c["mismatches"] and not c["overruns"], c
+            assert c["request_s"] >= sum(c["phases"].values()) and c["phases"]["check_s"] > 0
             assert all(t["median_ms"] > 0 and t["lo_ms"] <= t["median_ms"] <= t["hi_ms"] for t in c["impls"].values())
     matmul = next(r for r in records if r["task"] == "c2cuda/matmul_f32")
     assert best_speedup(matmul, "naive") > 2 and perf_summary(matmul)["distinguishable"]
     assert read_stream([tmp_path / "labels.jsonl"]).keys() == {t.id for t in tasks}
+
+
+def test_options_time_perf_and_small_configurations_from_the_same_input_sets():
+    options = LabelOptions()
+    assert options.timing.check_first and options.small_timing.max_trials <= options.timing.max_trials
+    with pytest.raises(ValueError, match="input_sets"):
+        LabelOptions(small_timing=dataclasses.replace(LabelOptions().timing, input_sets=2))
 
 
 def test_input_sets_are_written_for_every_configuration(tmp_path):

@@ -38,6 +38,7 @@ def built(tmp_path_factory):
         "honest": compile_shared(FIXTURES / "saxpy.cpp", folder / "honest.so"),
         "stale": compile_shared(FIXTURES / "saxpy.cpp", folder / "stale.so", "-DSTALE"),
         "overrun": compile_shared(FIXTURES / "saxpy.cpp", folder / "overrun.so", "-DOVERRUN"),
+        "late": compile_shared(FIXTURES / "saxpy.cpp", folder / "late.so", "-DLATE"),
     }
     return folder, libs
 
@@ -47,7 +48,8 @@ def worker(built, tmp_path):
     _, libs = built
     proc = WorkerProcess(tmp_path, script=HERE / "gpu_worker.py")
     proc.send({"op": "init", "harness": str(libs["harness"]), "device": 0})
-    for name, lib in (("baseline", "honest"), ("candidate", "honest"), ("stale", "stale"), ("overrun", "overrun")):
+    for name, lib in (("baseline", "honest"), ("candidate", "honest"), ("stale", "stale"), ("overrun", "overrun"),
+                      ("late", "late")):
         reply = proc.request({"op": "load", "lib": str(libs[lib]), "name": name}, 30)
         assert not isinstance(reply, Crash) and reply["ok"], reply
     yield proc
@@ -67,12 +69,40 @@ def test_timing_checks_every_implementation_against_the_reference(worker, tmp_pa
     reply = worker.request(time_request(opts, SAXPY, libs, sets, "baseline", pin=True), 60)
     assert not isinstance(reply, Crash) and reply["ok"], reply
     assert set(reply["times"]) == set(libs) and all(len(t) >= 3 for t in reply["times"].values())
-    assert set(reply["phases"]) == {"upload_s", "trials_s", "check_s"}
+    assert set(reply["phases"]) == {"release_s", "upload_s", "trials_s", "check_s"}
     assert "candidate" not in reply["mismatches"] and "overrun" not in reply["mismatches"]
     stale = reply["mismatches"]["stale"]  # replays set 1's outputs on sets 2 and 3
     assert [m["set"] for m in stale] == [1, 2] and all(m["count"] > 0.9 * m["total"] for m in stale)
     assert "input set 2" in mismatch_message(SAXPY, stale)
     assert reply["overruns"] == {"overrun": [3]}  # `y`, the fourth argument, written one past its end
+
+
+@pytest.mark.parametrize("check_first", [False, True])
+def test_check_first_checks_the_first_calls_and_counts_them_as_warmup(worker, tmp_path, check_first):
+    sets = input_sets(tmp_path)
+    opts = TimingOptions(warmup=1, min_trials=2, max_trials=2, budget_s=5.0, check_first=check_first)
+    libs = ["candidate", "stale", "late", "baseline"]
+    reply = worker.request(time_request(opts, SAXPY, libs, sets, "baseline", pin=False), 60)
+    assert not isinstance(reply, Crash) and reply["ok"], reply
+    assert all(len(t) == 2 for t in reply["times"].values())
+    assert [m["set"] for m in reply["mismatches"]["stale"]] == [1, 2]  # right on set 1, replayed on sets 2 and 3
+    assert ("late" in reply["mismatches"]) is not check_first  # right on its first three calls only
+    assert "candidate" not in reply["mismatches"] and reply["phases"]["check_s"] > 0
+
+
+@pytest.mark.parametrize("floor", [1, 3])
+def test_budget_floor_keeps_timing_past_the_budget(worker, tmp_path, floor):
+    opts = TimingOptions(warmup=0, min_trials=5, max_trials=10, budget_s=0.0, budget_floor=floor)
+    reply = worker.request(time_request(opts, SAXPY, ["candidate", "baseline"], input_sets(tmp_path, 2), "baseline",
+                                        pin=False), 60)  # fmt: skip
+    assert reply["ok"] and [len(t) for t in reply["times"].values()] == [floor, floor]
+
+
+def test_backend_refuses_check_first_for_submissions():
+    from cudaperf_env.backends.cuda.backend import CudaBackend
+
+    with pytest.raises(ValueError, match="trusted code"):
+        CudaBackend(timing=TimingOptions(check_first=True))
 
 
 def test_wall_check_replays_a_kept_input_set(worker, tmp_path):
