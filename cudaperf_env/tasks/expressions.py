@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import operator
 from collections.abc import Mapping
+from functools import lru_cache
 
 _BINARY = {
     ast.Add: operator.add,
@@ -34,11 +35,16 @@ def evaluate(expression: str | int | float, symbols: Mapping[str, int]) -> int |
         raise ValueError(f"expected a number or an expression, got {expression!r}")
     if isinstance(expression, (int, float)):
         return expression
+    return _eval(_parse(str(expression)), symbols, str(expression))
+
+
+@lru_cache(maxsize=16384)
+def _parse(text: str) -> ast.expr:
+    """The expression's syntax tree (cached: a dataset repeats the same few thousand; never mutated)."""
     try:
-        tree = ast.parse(str(expression), mode="eval")
+        return ast.parse(text, mode="eval").body
     except SyntaxError as exc:
-        raise ValueError(f"cannot parse expression {expression!r}: {exc.msg}") from None
-    return _eval(tree.body, symbols, str(expression))
+        raise ValueError(f"cannot parse expression {text!r}: {exc.msg}") from None
 
 
 def symbols_used(expression: str | int | float) -> set[str]:
