@@ -29,25 +29,26 @@ behind) and ``worker_start_s``.
 
 Measured (``benchmarks/label_rate.py``, ``benchmarks/results/label_rate.json``; one
 NVIDIA H200, driver 580.159.04, 16 cores, 2026-11-30), on 100 tasks sampled over the
-shipped labels' per-task cost (their mean cost matches the whole dataset's), in the
-same run: these options label 2.19 tasks per second, the options the shipped labels
-were measured with 1.77 (1.24x). A full run is bound by the stream once the pipeline
-has filled (the sample's waits for inputs were its first tasks'): 0.385 against 0.479 s
-of stream time per task, i.e. the 3,080-task dataset in about 20 instead of 25 minutes
-of one H200 (a second run: 19.1 against 23.5; about half that on two
-GPUs, one stream each, not measured with these options). Same tasks told apart
-(97 of 100), every implementation pair told apart by both ordered alike (371 pairs),
-and the slowest kernels now get 3 timed calls instead of as few as 1. Of the stream's
-time: perf trials 45%, perf uploads 22% (page-locked; plain pageable uploads were
-30-40% slower on the first 100 tasks in labelling order, ``label_rate_pageable.json``),
-the first (checked) calls 13%, shown and hidden configurations 16%, most of it
-releasing the previous task's buffers at the first of them. That is not the device
-frees (allocating from the device's memory pool, which makes them free, changed
-nothing: ``label_rate_memory_pool.json``, whose ``default`` used the pool and
-``default_no_pool`` did not); unmapping the populated host mappings of
-the input files is the likely rest (unmeasured). A tenth of the tasks take half the
-time: naive kernels of up to 1.8 s on the perf configurations, which at least 4
-calls each cannot avoid.
+shipped labels' per-task cost (their mean cost matches the whole dataset's), in the same
+run: these options label 2.19 tasks per second, the options the shipped labels were
+measured with 1.77 (1.24x). A full run is bound by the stream once the pipeline has
+filled (the sample's waits for inputs were its first tasks'): 0.385 against 0.479 s of
+stream time per task, i.e. the 3,080-task dataset in about 20 instead of 25 minutes of
+one H200 (a second run: 19.1 against 23.5; about half that on two GPUs, one stream each,
+not measured with these options). Same tasks told apart (97 of 100), every
+implementation pair told apart by both ordered alike (371 pairs), and the slowest
+kernels now get 3 timed calls instead of as few as 1. Of the stream's time: perf trials
+45%, perf uploads 22% (page-locked; plain pageable uploads were 30-40% slower on the
+first 100 tasks in labelling order, ``label_rate_pageable.json``), the first (checked)
+calls 13%, shown and hidden configurations 16%, most of it releasing the previous task's
+buffers at the first of them. That is not the device frees (allocating from the device's
+memory pool, which makes them free, changed nothing: ``label_rate_memory_pool.json``,
+whose ``default`` used the pool and ``default_no_pool`` did not); unmapping the
+populated host mappings of the input files is the likely rest (unmeasured). A tenth of
+the tasks take half the time: naive kernels of up to 1.8 s on the perf configurations,
+which at least 4 calls each cannot avoid. The shipped labels were measured with the
+earlier options (``BASELINE`` in the benchmark) on two H200s of a 32-core machine,
+2.3-2.7 tasks per second.
 
 Run on the GPU machine::
 

@@ -269,8 +269,7 @@ def time_request(opts: TimingOptions, task: Task, libs: Sequence[str], sets: lis
     return {"op": "time", "libs": list(libs), "sets": sets, "reference": reference, "outputs": output_checks(task),
             "pin": pin, "warmup": opts.warmup, "min_trials": opts.min_trials, "max_trials": opts.max_trials,
             "budget_s": opts.budget_s, "budget_floor": opts.budget_floor, "target_rse": opts.target_rse,
-            "flush_bytes": opts.flush_bytes,
-            "l2_flush": opts.l2_flush, "check_first": opts.check_first}  # fmt: skip
+            "flush_bytes": opts.flush_bytes, "l2_flush": opts.l2_flush, "check_first": opts.check_first}  # fmt: skip
 
 
 def output_checks(task: Task) -> list[dict]:
