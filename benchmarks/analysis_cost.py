@@ -37,9 +37,9 @@ from rich.console import Console
 from rich.table import Table
 
 from cudaperf_env.analysis import analyze, compiler
-from cudaperf_env.backends.compile_check import CompileReport, compile_check
 from cudaperf_env.backends.harness import wrap
 from cudaperf_env.tasks import load_tasks
+from cudaperf_env.toolchain.compile_check import CompileReport, compile_check
 
 GOAL_S = 0.2
 SETTINGS = {

@@ -1,7 +1,7 @@
 """Time N separate nvcc builds against bundles of the same N implementations (no GPU needed).
 
 The separate builds are exactly ``CudaBackend.build`` (the harness wrap, one nvcc
-each); the bundles are ``cudaperf_env.backends.cuda.bundle``. Every method starts
+each); the bundles are ``cudaperf_env.datagen.bundle``. Every method starts
 from an empty build cache, one build at a time, in the same run, so the ratio
 is against a baseline measured under the same machine load.
 
@@ -24,13 +24,13 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from cudaperf_env.backends import toolchain
 from cudaperf_env.backends.cuda.backend import nvcc_flags
-from cudaperf_env.backends.cuda.bundle import BundleUnit, build_bundles
 from cudaperf_env.backends.harness import wrap
-from cudaperf_env.backends.native import build_library
+from cudaperf_env.datagen.bundle import BundleUnit, build_bundles
 from cudaperf_env.dataset.load import load_dataset
 from cudaperf_env.tasks import load_tasks
+from cudaperf_env.toolchain import tools
+from cudaperf_env.toolchain.native import build_library
 
 
 def pick_units(source: str, n: int) -> list[BundleUnit]:
@@ -48,7 +48,7 @@ def pick_units(source: str, n: int) -> list[BundleUnit]:
 def separate(units: list[BundleUnit], arch: str) -> int:
     """One nvcc per implementation, as ``CudaBackend.build`` does; returns the number that built."""
     flags = nvcc_flags(arch)
-    return sum(build_library(toolchain.nvcc(), flags, wrap(task, src), ".cu").ok for task, src in units)
+    return sum(build_library(tools.nvcc(), flags, wrap(task, src), ".cu").ok for task, src in units)
 
 
 def bundled(units: list[BundleUnit], arch: str, size: int) -> int:

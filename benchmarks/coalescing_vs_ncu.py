@@ -121,7 +121,7 @@ def main() -> None:
     from cudaperf_env.analysis import analyze
     from cudaperf_env.analysis.profiler import find_ncu, ncu_command, parse_ncu_csv, profile_features
     from cudaperf_env.backends.cuda.backend import detect_arch
-    from cudaperf_env.backends.cuda.bundle import build_bundles
+    from cudaperf_env.datagen.bundle import build_bundles
     from cudaperf_env.tasks import load_tasks
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

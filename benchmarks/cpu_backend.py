@@ -17,12 +17,12 @@ import time
 from rich.console import Console
 from rich.table import Table
 
-from cudaperf_env.backends.cache import cache_dir, scratch_dir
 from cudaperf_env.backends.cpu import compiler
 from cudaperf_env.backends.cpu.backend import CpuBackend
 from cudaperf_env.backends.execute import Job, run_jobs
 from cudaperf_env.tasks import load_tasks
 from cudaperf_env.tasks.inputs import make_inputs
+from cudaperf_env.toolchain.cache import cache_dir, scratch_dir
 
 RUNS = [  # (label, task, implementation, configuration)
     ("matmul 512x512 (tiled)", "c2cuda/matmul_f32", "smem_tiled_32", {"M": 512, "N": 512, "K": 512}),

@@ -38,8 +38,8 @@ from rich.progress import Progress
 from rich.table import Table
 
 from cudaperf_env.backends.cuda.timing import TimingOptions
+from cudaperf_env.datagen.label import Labeller, LabelOptions, label_order
 from cudaperf_env.dataset.gpu_labels import LABEL_FILES, distinguishable, perf_summary, read_stream
-from cudaperf_env.dataset.label import Labeller, LabelOptions, label_order
 from cudaperf_env.dataset.load import DATA_FILE, load_dataset
 
 SHIPPED_TIMING = TimingOptions(warmup=2, min_trials=5, max_trials=40, budget_s=1.0, target_rse=0.02, input_sets=1)

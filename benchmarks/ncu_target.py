@@ -9,11 +9,11 @@ import io
 import sys
 
 from cudaperf_env.backends.buffers import BufferFile
-from cudaperf_env.backends.cache import scratch_dir
 from cudaperf_env.backends.cuda.backend import CudaBackend, harness_library
 from cudaperf_env.backends.cuda.gpu_worker import Worker
 from cudaperf_env.tasks import load_tasks
 from cudaperf_env.tasks.inputs import make_inputs
+from cudaperf_env.toolchain.cache import scratch_dir
 
 
 def main(task_id: str, impl: str, calls: int) -> None:

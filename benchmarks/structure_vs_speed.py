@@ -37,9 +37,9 @@ from rich.table import Table
 from cudaperf_env.analysis import ScoreWeights, analyze
 from cudaperf_env.analysis.agreement import pairwise_agreement, spearman
 from cudaperf_env.analysis.score import weights_table
-from cudaperf_env.backends.compile_check import DEFAULT_ARCH, compile_check
 from cudaperf_env.backends.harness import wrap
 from cudaperf_env.tasks import Task, load_tasks
+from cudaperf_env.toolchain.compile_check import DEFAULT_ARCH, compile_check
 
 
 def load_times(path: str) -> dict[str, Any]:

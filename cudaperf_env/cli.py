@@ -12,7 +12,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from cudaperf_env.dataset.cli import add_dataset_commands
+from cudaperf_env.datagen.cli import add_dataset_commands
 from cudaperf_env.errors import CudaPerfError
 
 

@@ -20,8 +20,6 @@ import numpy as np
 
 from cudaperf_env.analysis import StructuralReport, analyze
 from cudaperf_env.backends.base import Backend
-from cudaperf_env.backends.cache import scratch_dir
-from cudaperf_env.backends.compile_check import DEFAULT_ARCH, KernelResources, compile_check
 from cudaperf_env.backends.cuda.timing import Timing
 from cudaperf_env.backends.execute import CallResult, Job
 from cudaperf_env.backends.harness import wrap
@@ -32,6 +30,8 @@ from cudaperf_env.source import extract_code, screen
 from cudaperf_env.source.screen import Finding
 from cudaperf_env.tasks.inputs import make_inputs
 from cudaperf_env.tasks.schema import Config, Task
+from cudaperf_env.toolchain.cache import scratch_dir
+from cudaperf_env.toolchain.compile_check import DEFAULT_ARCH, KernelResources, compile_check
 
 STATUSES = ("ok", "format_error", "compile_error", "runtime_error", "timeout", "wrong_answer", "rejected")
 
@@ -81,6 +81,8 @@ class Evaluation:
     timing_flags: tuple[str, ...] = ()
     per_config_ms: tuple[float, ...] = ()
     speedup_vs_c: float = math.nan
+    speedup_vs_best: float = math.nan
+    ranker_score: float = math.nan
     device: Mapping[str, object] = field(default_factory=dict)
     structure: StructuralReport | None = None
     seconds: Mapping[str, float] = field(default_factory=dict)

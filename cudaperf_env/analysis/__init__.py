@@ -22,7 +22,7 @@ from cudaperf_env.analysis.profiler import KernelProfile, profile_features
 from cudaperf_env.analysis.report import Feature, StructuralReport
 from cudaperf_env.analysis.score import ScoreWeights, structural_score
 from cudaperf_env.analysis.static import SourceAnalysis, analyze_source, source_features
-from cudaperf_env.backends.compile_check import CompileReport
+from cudaperf_env.toolchain.compile_check import CompileReport
 
 __all__ = [
     "Feature",

@@ -26,9 +26,9 @@ from pathlib import Path
 from cudaperf_env.analysis.cubin import decode_histogram
 from cudaperf_env.analysis.occupancy import Occupancy, occupancy
 from cudaperf_env.analysis.static import SourceAnalysis, main_kernel
-from cudaperf_env.backends.cache import cache_dir, digest, write_atomic
-from cudaperf_env.backends.compile_check import CompileReport, KernelResources
-from cudaperf_env.backends.toolchain import run_tool
+from cudaperf_env.toolchain.cache import cache_dir, digest, write_atomic
+from cudaperf_env.toolchain.compile_check import CompileReport, KernelResources
+from cudaperf_env.toolchain.tools import run_tool
 
 _INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:\{\s*)?(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)")
 _NVDISASM_FUNCTION = re.compile(r"^\s*\.text\.([^:\s]+):")

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from cudaperf_env.analysis.occupancy import Occupancy
 from cudaperf_env.analysis.records import GATHER, STRIDED, Access
 from cudaperf_env.analysis.static import SourceAnalysis, main_kernel
-from cudaperf_env.backends.compile_check import CompileReport
+from cudaperf_env.toolchain.compile_check import CompileReport
 
 MAX_HINTS = 8
 _VERBS = {"load": "loads", "store": "stores", "atomic": "atomics"}

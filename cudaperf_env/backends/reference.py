@@ -11,9 +11,9 @@ import numpy as np
 
 from cudaperf_env.backends.execute import Job, run_jobs
 from cudaperf_env.backends.harness import wrap
-from cudaperf_env.backends.native import build_c_reference
 from cudaperf_env.errors import CudaPerfError
 from cudaperf_env.tasks.schema import Task
+from cudaperf_env.toolchain.native import build_c_reference
 
 
 class ReferenceError(CudaPerfError):

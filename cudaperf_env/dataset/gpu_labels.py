@@ -1,6 +1,6 @@
 """GPU timing labels as data: the labeller's records, their noise tests, and how they fold into the dataset.
 
-The labeller (``dataset/label.py``, on a GPU machine) writes one JSON record per task
+The labeller (``datagen/label.py``, on a GPU machine) writes one JSON record per task
 to a stream. Streams committed next to the data file as ``labels-<card>.jsonl.gz``
 are folded into the records' ``implementations[].labels`` when the dataset loads,
 for the tasks whose content digest still matches (a rebuilt task is unlabelled

@@ -10,9 +10,9 @@ import threading
 from functools import lru_cache
 from pathlib import Path
 
-from cudaperf_env.backends import toolchain
-from cudaperf_env.backends.cache import cache_dir, digest
-from cudaperf_env.backends.native import BuildResult, build_library
+from cudaperf_env.toolchain import tools
+from cudaperf_env.toolchain.cache import cache_dir, digest
+from cudaperf_env.toolchain.native import BuildResult, build_library
 
 INCLUDE_DIR = Path(__file__).parent / "include"
 SHIM_DIR = INCLUDE_DIR / "shim"
@@ -39,15 +39,15 @@ def precompiled_header() -> Path:
     ``-include`` of this path uses the ``.gch`` when valid and falls back to the
     plain text include otherwise, so a failed PCH build only costs speed.
     """
-    compiler = toolchain.host_compiler("g++")
-    key = digest("pch/1", toolchain.version(compiler), runtime_version(), *BASE_FLAGS)[:16]
+    compiler = tools.host_compiler("g++")
+    key = digest("pch/1", tools.version(compiler), runtime_version(), *BASE_FLAGS)[:16]
     folder = cache_dir("pch", key)
     header = folder / "cudaperf_pch.h"
     gch = folder / "cudaperf_pch.h.gch"
     if not gch.exists():
         header.write_text(f"#include <{RUNTIME_HEADER}>\n")
         tmp = folder / f"tmp-{id(folder)}.gch"
-        result = toolchain.run_tool(
+        result = tools.run_tool(
             [compiler, *BASE_FLAGS, *include_flags(), "-x", "c++-header", str(header), "-o", str(tmp)],
             folder,
             timeout_s=120,
@@ -71,7 +71,7 @@ def build_cpu(translation_unit: str, timeout_s: float = 60.0, cancel: threading.
         "c++",
     ]
     return build_library(
-        toolchain.host_compiler("g++"),
+        tools.host_compiler("g++"),
         flags,
         translation_unit,
         ".cpp",

@@ -15,10 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from cudaperf_env.backends import toolchain
 from cudaperf_env.backends.base import Build
 from cudaperf_env.backends.buffers import BufferFile, poison_value
-from cudaperf_env.backends.cache import scratch_dir
 from cudaperf_env.backends.cuda.clocks import read_clocks
 from cudaperf_env.backends.cuda.sanitizer import sanitizer_command, sanitizer_verdict
 from cudaperf_env.backends.cuda.timing import (
@@ -31,11 +29,13 @@ from cudaperf_env.backends.cuda.timing import (
 )
 from cudaperf_env.backends.execute import CallResult, Job, run_jobs
 from cudaperf_env.backends.harness import wrap
-from cudaperf_env.backends.native import build_c_reference, build_library
 from cudaperf_env.backends.sandbox import Crash, WorkerProcess
 from cudaperf_env.errors import BackendUnavailableError
 from cudaperf_env.tasks.inputs import make_inputs
 from cudaperf_env.tasks.schema import Config, Task
+from cudaperf_env.toolchain import tools
+from cudaperf_env.toolchain.cache import scratch_dir
+from cudaperf_env.toolchain.native import build_c_reference, build_library
 
 HERE = Path(__file__).parent
 
@@ -62,7 +62,7 @@ def nvcc_flags(arch: str) -> list[str]:
 @lru_cache(maxsize=4)
 def harness_library(arch: str) -> Path:
     """The trusted timing/buffer harness, built once per architecture."""
-    result = build_library(toolchain.nvcc(), nvcc_flags(arch), (HERE / "harness.cu").read_text(), ".cu")
+    result = build_library(tools.nvcc(), nvcc_flags(arch), (HERE / "harness.cu").read_text(), ".cu")
     if not result.ok or result.library is None:
         raise BackendUnavailableError(f"cannot build the GPU harness:\n{result.log}")
     return result.library
@@ -107,7 +107,7 @@ class CudaBackend:
         return detect_arch()
 
     def build(self, task: Task, code: str, cancel: threading.Event | None = None) -> Build:
-        result = build_library(toolchain.nvcc(), nvcc_flags(self.arch), wrap(task, code, "cuda"), ".cu",
+        result = build_library(tools.nvcc(), nvcc_flags(self.arch), wrap(task, code, "cuda"), ".cu",
                                timeout_s=self.build_timeout_s, cancel=cancel)  # fmt: skip
         return Build(result.ok, result.library, result.log, (), result.seconds, result.cached)
 

@@ -8,7 +8,7 @@ import pytest
 
 from cudaperf_env.analysis import analyze, compiler
 from cudaperf_env.analysis.compiler import kernel_name, parse_sass, sass_features
-from cudaperf_env.backends.compile_check import compile_check
+from cudaperf_env.toolchain.compile_check import compile_check
 
 LAUNCH = 'extern "C" void run(const float* x, float* y, int n) { scale<<<(n + 255) / 256, 256>>>(x, y, n); }\n'
 LOW = """

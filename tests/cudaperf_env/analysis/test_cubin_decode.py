@@ -11,7 +11,7 @@ from cudaperf_env.analysis import compiler
 from cudaperf_env.analysis.compiler import opcode_class, parse_sass, sass_features
 from cudaperf_env.analysis.cubin import decode_histogram, read_cubin
 from cudaperf_env.analysis.sass_opcodes import OPCODES
-from cudaperf_env.backends.compile_check import compile_check
+from cudaperf_env.toolchain.compile_check import compile_check
 
 KERNELS = {
     "vector_and_bytes": """

@@ -20,9 +20,9 @@ import pytest
 
 from cudaperf_env.analysis.compiler import kernel_name, sass_histogram
 from cudaperf_env.analysis.occupancy import ARCHS, arch_limits, occupancy
-from cudaperf_env.backends.compile_check import compile_check
 from cudaperf_env.backends.harness import wrap
 from cudaperf_env.tasks import load_tasks
+from cudaperf_env.toolchain.compile_check import compile_check
 
 pytestmark = pytest.mark.gpu
 

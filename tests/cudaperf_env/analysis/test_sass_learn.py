@@ -9,7 +9,7 @@ import pytest
 from cudaperf_env.analysis import compiler
 from cudaperf_env.analysis.cubin import read_cubin
 from cudaperf_env.analysis.sass_learn import ArchTable, _learn_field, corpus_words, raw_mnemonics, render
-from cudaperf_env.backends.compile_check import compile_check
+from cudaperf_env.toolchain.compile_check import compile_check
 
 VEC4 = """
 __global__ void scale4(int n4, const float4* __restrict__ x, float4* __restrict__ y) {

@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 import yaml
 
-from cudaperf_env.backends import toolchain
 from cudaperf_env.backends.buffers import PAGE, layout
-from cudaperf_env.backends.cache import scratch_dir
 from cudaperf_env.backends.execute import Job, run_jobs
 from cudaperf_env.backends.harness import wrap
-from cudaperf_env.backends.native import build_library
 from cudaperf_env.tasks import load_task
 from cudaperf_env.tasks.inputs import make_inputs
+from cudaperf_env.toolchain import tools
+from cudaperf_env.toolchain.cache import scratch_dir
+from cudaperf_env.toolchain.native import build_library
 
 TASK = load_task(Path(__file__).parents[2] / "fixtures" / "tasks" / "saxpy.yaml")
 PREFIX = "#include <stdio.h>\n#include <stdlib.h>\n#include <unistd.h>\n#include <signal.h>\n"
@@ -27,7 +27,7 @@ PREFIX = "#include <stdio.h>\n#include <stdlib.h>\n#include <unistd.h>\n#include
 
 def run_c(body: str, timeout_s: float = 5.0, configs=None, workdir=None, uid=None):
     code = PREFIX + "void saxpy(int n, float a, const float* x, float* y) {\n" + body + "\n}\n"
-    build = build_library(toolchain.host_compiler("gcc"), ["-std=gnu11", "-O1", "-fPIC", "-shared"],
+    build = build_library(tools.host_compiler("gcc"), ["-std=gnu11", "-O1", "-fPIC", "-shared"],
                           wrap(TASK, code, "c"), ".c")  # fmt: skip
     assert build.ok, build.log
     jobs = [Job(c, make_inputs(TASK, c, seed=7)) for c in (configs or TASK.configs)]
@@ -110,8 +110,8 @@ def test_submission_runs_unprivileged_and_cannot_write_system_files():
 
 
 def test_an_entry_named_like_a_libc_function_calls_its_own_definition():
-    from cudaperf_env.backends.native import build_c_reference
     from cudaperf_env.tasks import parse_task
+    from cudaperf_env.toolchain.native import build_c_reference
 
     data = yaml.safe_load((Path(__file__).parents[2] / "fixtures" / "tasks" / "saxpy.yaml").read_text())
     data.pop("signature")

@@ -5,11 +5,11 @@ import re
 
 import pytest
 
-from cudaperf_env.dataset.build import CARD_FILE, DATA_FILE
-from cudaperf_env.dataset.card import render_card
+from cudaperf_env.datagen.build import CARD_FILE, DATA_FILE
+from cudaperf_env.datagen.card import render_card
+from cudaperf_env.datagen.normalize import dedupe_key
 from cudaperf_env.dataset.gpu_labels import LABEL_FILES, perf_summary, read_stream
 from cudaperf_env.dataset.load import load_dataset, load_records, load_splits
-from cudaperf_env.dataset.normalize import dedupe_key
 from cudaperf_env.dataset.stats import dataset_stats, output_dtype
 
 RECORDS = load_records()

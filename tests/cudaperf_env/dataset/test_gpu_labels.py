@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from cudaperf_env.dataset.card import _bar_chart
+from cudaperf_env.datagen.card import _bar_chart
 from cudaperf_env.dataset.gpu_labels import (
     best_speedup,
     distinguishable,

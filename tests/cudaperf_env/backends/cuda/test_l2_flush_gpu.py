@@ -12,8 +12,8 @@ import subprocess
 
 import pytest
 
-from cudaperf_env.backends import toolchain
 from cudaperf_env.backends.cuda.backend import detect_arch
+from cudaperf_env.toolchain import tools
 
 pytestmark = pytest.mark.gpu
 
@@ -45,7 +45,7 @@ def test_reading_flush_evicts_and_leaves_l2_clean(harness, tmp_path):
     lib = tmp_path / "reader.so"
     src = tmp_path / "reader.cu"
     src.write_text(READER)
-    subprocess.run([toolchain.nvcc(), f"-arch={detect_arch()}", "-shared", "-Xcompiler", "-fPIC", "-o", str(lib),
+    subprocess.run([tools.nvcc(), f"-arch={detect_arch()}", "-shared", "-Xcompiler", "-fPIC", "-o", str(lib),
                     str(src)], check=True, capture_output=True)  # fmt: skip
     fn = ctypes.CDLL(str(lib)).read_call
     nbytes = 16 << 20

@@ -1,0 +1,189 @@
+"""The dataset builder: generate, dedupe, verify, split, write the data file, report and card.
+
+Seeded and deterministic: the same families, ``per_family`` and seed give a
+byte-identical data file and splits (the report adds wall times).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import zlib
+from collections import Counter
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cudaperf_env.datagen.normalize import dedupe_key
+from cudaperf_env.datagen.registry import FAMILIES, family_names
+from cudaperf_env.datagen.splits import assign_splits
+from cudaperf_env.datagen.verify import Verdict, VerifyOptions, verify_task
+
+DATA_DIR = Path(__file__).resolve().parents[1] / "tasks" / "data" / "dataset"
+DATA_FILE = DATA_DIR / "c2cuda.jsonl.gz"
+CARD_FILE = Path(__file__).resolve().parents[2] / "docs" / "dataset-card.md"
+
+
+@dataclass(frozen=True)
+class BuildConfig:
+    """What to build.
+
+    Attributes:
+        families: Family names (default: every registered family).
+        per_family: Candidates generated per family (before dedupe and verification).
+        seed: Seed of the generators and the splits.
+        workers: Verification processes (default: one per core).
+        out: Data file; ``splits.json`` and ``build-report.json`` go next to it.
+        card: Dataset card to write (None: none).
+        verify: Run the verification (off only for quick generator checks).
+        verify_options: Limits of the verification.
+    """
+
+    families: tuple[str, ...] = ()
+    per_family: int = 12
+    seed: int = 0
+    workers: int = 0
+    out: Path = DATA_FILE
+    card: Path | None = CARD_FILE
+    verify: bool = True
+    verify_options: VerifyOptions = field(default_factory=VerifyOptions)
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.families) - set(FAMILIES))
+        if unknown:
+            raise ValueError(f"unknown families {unknown}; registered: {', '.join(family_names())}")
+        if self.per_family < 1:
+            raise ValueError(f"per_family must be at least 1, got {self.per_family}")
+
+    @property
+    def family_list(self) -> tuple[str, ...]:
+        return tuple(sorted(self.families)) if self.families else family_names()
+
+
+def generate(family: str, seed: int, variant: int) -> dict[str, Any]:
+    """Candidate ``variant`` of ``family``; its id and provenance are set here."""
+    rng = np.random.default_rng([seed, zlib.crc32(family.encode()), variant])
+    data = FAMILIES[family](rng, variant)
+    data["id"] = f"c2cuda/{family}_{variant:04d}"
+    data["family"] = family
+    data["provenance"] = {"generator": family, "variant": variant, "seed": seed}
+    return data
+
+
+def dedupe(candidates: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], Counter[str]]:
+    """First candidate of each normalized reference, and the duplicates dropped per family."""
+    seen: set[str] = set()
+    kept, dropped = [], Counter[str]()
+    for data in candidates:
+        key = dedupe_key(data["reference"]["source"], data["entry"])
+        if key in seen:
+            dropped[data["family"]] += 1
+        else:
+            seen.add(key)
+            kept.append(data)
+    return kept, dropped
+
+
+def verify_all(candidates: Sequence[dict[str, Any]], options: VerifyOptions, workers: int,
+               on_done: Callable[[Verdict], None] | None = None) -> list[Verdict]:  # fmt: skip
+    """:func:`verify_task` over a process pool; verdicts in the order of ``candidates``."""
+    verdicts: dict[str, Verdict] = {}
+    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
+        futures = [pool.submit(verify_task, data, options) for data in candidates]
+        for future in as_completed(futures):
+            verdict = future.result()
+            verdicts[verdict.task_id] = verdict
+            if on_done:
+                on_done(verdict)
+    return [verdicts[d["id"]] for d in candidates]
+
+
+def write_data(path: Path, records: Sequence[dict[str, Any]]) -> None:
+    """Records as gzip-compressed JSON lines, byte-identical for identical records."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = "".join(json.dumps(r, sort_keys=True, separators=(",", ":")) + "\n" for r in records)
+    with path.open("wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as f:
+        f.write(lines.encode())
+
+
+def write_json(path: Path, value: Any) -> None:
+    """``value`` as indented, key-sorted JSON."""
+    path.write_text(json.dumps(value, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def build(config: BuildConfig, on_event: Callable[[str, int, Verdict | None], None] | None = None
+          ) -> dict[str, Any]:  # fmt: skip
+    """Build the dataset described by ``config``; returns the build report (also written).
+
+    Args:
+        config: What to build and where.
+        on_event: Progress callback ``(phase, total, verdict)``: ``("verify", n, None)``
+            once when verification starts, then ``("done", n, verdict)`` per task.
+    """
+    import time
+
+    started = time.perf_counter()
+    families = config.family_list
+    candidates = [generate(f, config.seed, v) for f in families for v in range(config.per_family)]
+    unique, duplicates = dedupe(candidates)
+    workers = config.workers or os.cpu_count() or 1
+    if on_event:
+        on_event("verify", len(unique), None)
+    if config.verify:
+        done = (lambda v: on_event("done", len(unique), v)) if on_event else None
+        verdicts = verify_all(unique, config.verify_options, workers, done)
+    else:
+        verdicts = [Verdict(d["id"], d["family"], True) for d in unique]
+    kept = [d for d, v in zip(unique, verdicts, strict=True) if v.ok]
+    by_family: dict[str, list[str]] = {f: [] for f in families}
+    for data in kept:
+        by_family[data["family"]].append(data["id"])
+    splits = assign_splits(by_family, config.seed)
+    write_data(config.out, kept)
+    write_json(config.out.parent / "splits.json", splits)
+    report = _report(config, families, candidates, duplicates, verdicts, workers, time.perf_counter() - started)
+    write_json(config.out.parent / "build-report.json", report)
+    if config.card is not None:
+        write_card(config.out, config.card)
+    return report
+
+
+def write_card(data_file: Path, card: Path) -> None:
+    """Render the dataset card of ``data_file`` (with its splits, build report and GPU labels) to ``card``."""
+    from cudaperf_env.datagen.card import render_card
+    from cudaperf_env.dataset.load import load_records, load_splits
+    from cudaperf_env.dataset.stats import dataset_stats
+
+    report = json.loads((data_file.parent / "build-report.json").read_text(encoding="utf-8"))
+    stats = dataset_stats(load_records(data_file), load_splits(data_file))
+    card.write_text(render_card(stats, report), encoding="utf-8")
+
+
+def _report(config: BuildConfig, families: Sequence[str], candidates: Sequence[dict[str, Any]],
+            duplicates: Counter[str], verdicts: Sequence[Verdict], workers: int, seconds: float
+            ) -> dict[str, Any]:  # fmt: skip
+    drops = Counter(v.reason for v in verdicts if not v.ok)
+    drops_by_family = Counter(f"{v.family}:{v.reason}" for v in verdicts if not v.ok)
+    return {
+        "seed": config.seed,
+        "per_family": config.per_family,
+        "families": list(families),
+        "candidates": len(candidates),
+        "duplicates": sum(duplicates.values()),
+        "duplicates_by_family": dict(sorted(duplicates.items())),
+        "verified": config.verify,
+        "verify_options": asdict(config.verify_options),
+        "drops": dict(sorted(drops.items())),
+        "drops_by_family": dict(sorted(drops_by_family.items())),
+        "dropped": [asdict(v) for v in verdicts if not v.ok],
+        "kept": sum(v.ok for v in verdicts),
+        "slowest_config_s": round(max((v.slowest_config_s for v in verdicts), default=0.0), 3),
+        "workers": workers,
+        "build_seconds": round(seconds, 1),
+    }

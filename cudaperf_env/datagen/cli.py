@@ -1,0 +1,113 @@
+"""``cudaperf dataset build|card|stats``: the dataset commands, added to the project CLI's subparsers.
+
+Also runnable alone: ``python -m cudaperf_env.datagen.cli build ...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from cudaperf_env.datagen.build import DATA_FILE, BuildConfig, build
+from cudaperf_env.datagen.registry import family_names
+from cudaperf_env.datagen.verify import Verdict
+from cudaperf_env.dataset.load import load_records, load_splits
+from cudaperf_env.dataset.stats import dataset_stats
+
+
+def add_dataset_commands(subparsers: Any) -> None:
+    """Add ``dataset build``, ``card`` and ``stats`` to ``subparsers`` (from ``add_subparsers``)."""
+    dataset = subparsers.add_parser("dataset", help="build or describe the C-to-CUDA dataset")
+    sub = dataset.add_subparsers(title="dataset commands")
+    p = sub.add_parser("build", help="generate, dedupe, verify (CPU backend) and write the dataset")
+    p.add_argument("--families", nargs="+", default=[], metavar="FAMILY",
+                   help=f"families to build (default: all): {', '.join(family_names())}")
+    p.add_argument("--per-family", type=int, default=12, help="candidates generated per family")
+    p.add_argument("--seed", type=int, default=0, help="seed of the generators and the splits")
+    p.add_argument("--workers", type=int, default=0, help="verification processes (default: one per core)")
+    p.add_argument("--out", type=Path, default=DATA_FILE, help="data file (splits and report go next to it)")
+    p.add_argument("--card", type=Path, default=None, help="dataset card to write (default: docs/dataset-card.md "
+                   "for the shipped file, none otherwise)")
+    p.add_argument("--no-verify", action="store_true", help="skip verification (generator checks only)")
+    p.set_defaults(run=_build)
+    p = sub.add_parser("card", help="re-render the dataset card (after new GPU labels, without a rebuild)")
+    p.add_argument("--path", type=Path, default=DATA_FILE, help="data file")
+    p.add_argument("--out", type=Path, default=None, help="card to write (default: docs/dataset-card.md)")
+    p.set_defaults(run=_card)
+    p = sub.add_parser("stats", help="statistics of the shipped dataset")
+    p.add_argument("--path", type=Path, default=DATA_FILE, help="data file")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(run=_stats)
+
+
+def _build(args: argparse.Namespace) -> int:
+    from cudaperf_env.datagen.build import CARD_FILE
+
+    card = args.card or (CARD_FILE if args.out.resolve() == DATA_FILE.resolve() else None)
+    config = BuildConfig(families=tuple(args.families), per_family=args.per_family, seed=args.seed,
+                         workers=args.workers, out=args.out, card=card, verify=not args.no_verify)  # fmt: skip
+    columns = (TextColumn("verifying"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[kept]} kept"),
+               TimeElapsedColumn(), TimeRemainingColumn())  # fmt: skip
+    with Progress(*columns, console=Console(stderr=True)) as progress:
+        bar = progress.add_task("verify", total=None, kept=0)
+        kept = 0
+
+        def on_event(phase: str, total: int, verdict: Verdict | None) -> None:
+            nonlocal kept
+            if phase == "verify":
+                progress.update(bar, total=total)
+            elif verdict is not None:
+                kept += verdict.ok
+                progress.update(bar, advance=1, kept=kept)
+
+        report = build(config, on_event)
+    console = Console()
+    console.print(f"{report['kept']} tasks kept of {report['candidates']} candidates "
+                  f"({report['duplicates']} duplicates, drops {report['drops'] or 'none'}) "
+                  f"in {report['build_seconds']} s -> {args.out}")  # fmt: skip
+    return 0
+
+
+def _card(args: argparse.Namespace) -> int:
+    from cudaperf_env.datagen.build import CARD_FILE, write_card
+
+    out = args.out or CARD_FILE
+    write_card(args.path, out)
+    Console().print(f"card written to {out}")
+    return 0
+
+
+def _stats(args: argparse.Namespace) -> int:
+    stats = dataset_stats(load_records(args.path), load_splits(args.path))
+    if args.json:
+        print(json.dumps(stats, indent=1, sort_keys=True))
+        return 0
+    table = Table(title=f"dataset {args.path.name}")
+    table.add_column("figure")
+    table.add_column("value")
+    for key, value in stats.items():
+        table.add_row(key, json.dumps(value) if isinstance(value, (dict, list)) else str(value))
+    Console().print(table)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the dataset commands alone (``python -m cudaperf_env.datagen.cli``)."""
+    parser = argparse.ArgumentParser(prog="cudaperf")
+    add_dataset_commands(parser.add_subparsers(title="commands"))
+    args = parser.parse_args(["dataset", *(argv if argv is not None else sys.argv[1:])])
+    if not hasattr(args, "run"):
+        parser.print_help()
+        return 2
+    return int(args.run(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""Build host shared libraries with gcc/g++, cached by content."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from cudaperf_env.toolchain import tools
+from cudaperf_env.toolchain.cache import cache_dir, digest
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """A built library, or why there is none.
+
+    Attributes:
+        ok: The library exists.
+        library: Its path (in the build cache).
+        log: Compiler diagnostics, sanitized and truncated.
+        seconds: Wall time of the build (0 when cached).
+        cached: Served from the cache.
+        timed_out: The build hit its time limit.
+    """
+
+    ok: bool
+    library: Path | None
+    log: str
+    seconds: float = 0.0
+    cached: bool = False
+    timed_out: bool = False
+
+
+def build_library(
+    compiler: str,
+    flags: list[str],
+    source: str,
+    suffix: str,
+    key_extra: str = "",
+    libs: tuple[str, ...] = (),
+    timeout_s: float = 60.0,
+    memory_bytes: int = 4 << 30,
+    cancel: threading.Event | None = None,
+) -> BuildResult:
+    """Compile ``source`` into a shared library with ``compiler flags``; reuse a cached build."""
+    key = digest("native/1", tools.version(compiler), *flags, *libs, key_extra, source)
+    library = cache_dir("builds") / f"{key}.so"
+    if library.exists():
+        return BuildResult(True, library, "", 0.0, True)
+    work = Path(tempfile.mkdtemp(prefix="build-", dir=cache_dir("tmp")))  # private: builds may race
+    try:
+        src = work / f"source{suffix}"
+        src.write_text(source)
+        out = work / "lib.so"
+        cmd = [compiler, *flags, str(src), "-o", str(out), *libs]
+        result = tools.run_tool(cmd, work, timeout_s, memory_bytes, cancel=cancel)
+        if result.ok and out.exists():
+            out.replace(library)
+            return BuildResult(True, library, result.output, result.seconds)
+        log = result.output
+        if result.timed_out:
+            log = f"compilation did not finish within {timeout_s:g} s (killed)\n{log}"
+        return BuildResult(False, None, log, result.seconds, timed_out=result.timed_out)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def build_c_reference(source: str, timeout_s: float = 60.0) -> BuildResult:
+    """Build a task's C reference (trusted) with gcc."""
+    # -Bsymbolic: the entry binds to its own definition even when libc exports the same name
+    flags = ["-std=c11", "-O2", "-fPIC", "-shared", "-Wl,-z,defs", "-Wl,-Bsymbolic"]
+    return build_library(tools.host_compiler("gcc"), flags, source, ".c", libs=("-lm",), timeout_s=timeout_s)

@@ -1,0 +1,107 @@
+"""The GPU labeller: input sets, ordering, the input budget, bundled builds, and a real run on a GPU."""
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from cudaperf_env.backends import gpu_available
+from cudaperf_env.datagen.label import Labeller, LabelOptions, all_configs, input_bytes, label_order
+from cudaperf_env.dataset.gpu_labels import best_speedup, perf_summary, read_stream
+from cudaperf_env.tasks import load_tasks
+
+TASKS = load_tasks(kind="c2cuda")
+
+
+def test_configs_cover_every_kind():
+    task = TASKS["c2cuda/saxpy_f32"]
+    kinds = [k for k, _ in all_configs(task)]
+    assert kinds.count("shown") == len(task.configs) and kinds.count("perf") == len(task.perf_configs)
+    assert len(kinds) == len(task.configs) + len(task.hidden_configs) + len(task.perf_configs)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available(), reason="needs an NVIDIA GPU")
+def test_labelling_two_starter_tasks_on_the_gpu(tmp_path):
+    tasks = [TASKS["c2cuda/saxpy_f32"], TASKS["c2cuda/matmul_f32"]]
+    labeller = Labeller()
+    try:
+        records = labeller.run(tasks, tmp_path / "labels.jsonl")
+    finally:
+        labeller.close()
+    assert [r["task"] for r in sorted(records, key=lambda r: r["task"])] == ["c2cuda/matmul_f32", "c2cuda/saxpy_f32"]
+    for r, task in zip(sorted(records, key=lambda r: r["task"]), sorted(tasks, key=lambda t: t.id), strict=True):
+        assert r["error"] == ""
+        assert len(r["configs"]) == len(all_configs(task))
+        assert r["load_s"] >= 0 and r["wait_s"] >= 0 and r["worker_start_s"] >= 0
+        for c in r["configs"]:
+            assert set(c["impls"]) == {i.name for i in task.implementations}
+            assert not c["mismatches"] and not c["overruns"], c
+            assert c["request_s"] >= sum(c["phases"].values()) and c["phases"]["check_s"] > 0
+            assert all(t["median_ms"] > 0 and t["lo_ms"] <= t["median_ms"] <= t["hi_ms"] for t in c["impls"].values())
+    matmul = next(r for r in records if r["task"] == "c2cuda/matmul_f32")
+    assert best_speedup(matmul, "naive") > 2 and perf_summary(matmul)["distinguishable"]
+    assert read_stream([tmp_path / "labels.jsonl"]).keys() == {t.id for t in tasks}
+
+
+def test_options_time_perf_and_small_configurations_from_the_same_input_sets():
+    options = LabelOptions()
+    assert options.timing.check_first and options.small_timing.max_trials <= options.timing.max_trials
+    with pytest.raises(ValueError, match="input_sets"):
+        LabelOptions(small_timing=dataclasses.replace(LabelOptions().timing, input_sets=2))
+
+
+def test_input_sets_are_written_for_every_configuration(tmp_path):
+    from cudaperf_env.datagen.label import write_input_sets
+
+    task = TASKS["c2cuda/saxpy_f32"]
+    task = dataclasses.replace(task, perf_configs=({"N": 4099},))  # keep the test small
+    specs = write_input_sets(task, str(tmp_path / "inputs"), 2)
+    assert len(specs) == len(all_configs(task)) and all(len(row) == 2 for row in specs)
+    for row in specs:
+        first, second = (Path(s["file"]).read_bytes() for s in row)
+        assert len(first) == row[0]["size"] and first != second  # two distinct input sets
+        assert [a for a in row[0]["args"] if "ptr" in a]
+
+
+def test_implementations_of_consecutive_tasks_build_in_one_bundle():
+    tasks = [TASKS["c2cuda/saxpy_f32"], TASKS["c2cuda/sum_f32"]]
+    labeller = Labeller(arch="sm_90")
+    try:
+        built = labeller._build(tasks)
+    finally:
+        labeller.close()
+    assert list(built) == [t.id for t in tasks]
+    units = [u for t in tasks for u in built[t.id]]
+    assert len(units) == sum(len(t.implementations) for t in tasks)
+    assert all(u.library is not None and u.bundled for u in units)
+    assert len({u.library for u in units}) == 1 and len({u.symbol for u in units}) == len(units)
+
+
+def test_label_order_interleaves_families_and_is_fixed():
+    tasks = list(TASKS.values())
+    ordered = label_order(tasks)
+    assert sorted(t.id for t in ordered) == sorted(t.id for t in tasks)
+    assert [t.id for t in label_order(reversed(tasks))] == [t.id for t in ordered]
+    families = [t.id.split("_")[0] for t in ordered]
+    assert sum(a == b for a, b in zip(families, families[1:], strict=False)) < len(tasks) // 2
+
+
+def test_input_bytes_count_every_configuration_and_set(tmp_path):
+    from cudaperf_env.datagen.label import write_input_sets
+
+    task = dataclasses.replace(TASKS["c2cuda/saxpy_f32"], perf_configs=({"N": 4099},))
+    specs = write_input_sets(task, str(tmp_path), 2)
+    assert input_bytes(task, 2) == sum(spec["size"] for row in specs for spec in row) == 2 * input_bytes(task, 1)
+
+
+def test_input_budget_admits_a_streams_next_task_even_when_full():
+    labeller = Labeller(devices=(0,), options=LabelOptions(inflight_bytes=100, input_jobs=2), arch="sm_90")
+    try:
+        assert labeller._reserve(80, first=False)
+        assert not labeller._reserve(30, first=False)  # over budget: not written ahead
+        assert labeller._reserve(30, first=True)  # but the task a stream waits on always is
+        labeller._release(110)
+        assert labeller.inflight == 0 and labeller._reserve(100, first=False)
+    finally:
+        labeller.close()
