@@ -17,6 +17,14 @@ import numpy as np
 
 from cudaperf_env.backends.base import Build
 from cudaperf_env.backends.buffers import BufferFile, poison_value
+from cudaperf_env.backends.cuda.budget import (
+    CallLimits,
+    decided_slow,
+    labelled_ms,
+    speedup_upper_bound,
+    too_slow_message,
+    wall_check_calls,
+)
 from cudaperf_env.backends.cuda.clocks import read_clocks
 from cudaperf_env.backends.cuda.sanitizer import sanitizer_command, sanitizer_verdict
 from cudaperf_env.backends.cuda.timing import (
@@ -27,7 +35,7 @@ from cudaperf_env.backends.cuda.timing import (
     estimate_speedup,
     wall_clock_inconsistent,
 )
-from cudaperf_env.backends.execute import CallResult, Job, run_jobs
+from cudaperf_env.backends.execute import CallResult, Job, call_once, run_jobs
 from cudaperf_env.backends.harness import wrap
 from cudaperf_env.backends.sandbox import Crash, WorkerProcess
 from cudaperf_env.errors import BackendUnavailableError
@@ -80,6 +88,9 @@ class CudaBackend:
         sanitizers: compute-sanitizer tools run once on the smallest configuration of a correct submission.
         time_c_reference: Also time the task's serial C reference on the CPU on the timing
             configurations (once per task; NaN past ``c_reference_timeout_s``) for ``speedup_vs_c``.
+        call_limits: Each correctness call's wall-clock limit, scaled from the baseline's time on its
+            configuration (its GPU label, else measured once per task in a worker of its own) and at
+            most ``timeout_s``; None: ``timeout_s`` for every call.
     """
 
     device: int = 0
@@ -95,6 +106,8 @@ class CudaBackend:
     time_c_reference: bool = False
     c_reference_timeout_s: float = 30.0
     c_reference_ms: dict[tuple[str, int], float] = field(default_factory=dict, repr=False, compare=False)
+    call_limits: CallLimits | None = field(default_factory=CallLimits)
+    baseline_ms: dict[tuple, float] = field(default_factory=dict, repr=False, compare=False)  # per config, once
 
     def __post_init__(self) -> None:
         if self.timing.input_sets < 2:
@@ -124,11 +137,34 @@ class CudaBackend:
         assert build.library is not None, "run() needs a successful build"
         if worker is None:
             worker = self.start_worker(workdir)
+        baseline_ms = self._baseline_call_ms(task, jobs, workdir) if self.call_limits else [math.nan] * len(jobs)
+        limits = [self.call_limits.limit_s(ms, self.timeout_s) if self.call_limits else self.timeout_s
+                  for ms in baseline_ms]  # fmt: skip
         with self.gpu_lock:
-            results = run_jobs(build.library, task, jobs, workdir, self.timeout_s, worker=worker)
+            results = run_limited(build.library, task, jobs, workdir, worker, limits, baseline_ms, self.timeout_s)
         if any(r.crash_kind for r in results) and not self.probe(workdir):
             raise BackendUnavailableError("the GPU did not pass its health probe after a crashed submission")
         return results
+
+    def _baseline_call_ms(self, task: Task, jobs: Sequence[Job], workdir: Path) -> list[float]:
+        """The baseline's time on each job's configuration: its GPU label, else one call of it, measured
+        once per task and configuration in a worker of its own (NaN where it cannot be had)."""
+        keys = [(task.id, tuple(sorted(job.config.items()))) for job in jobs]
+        for key, job in zip(keys, jobs, strict=True):
+            if key not in self.baseline_ms and math.isfinite(labelled_ms(task, job.config)):
+                self.baseline_ms[key] = labelled_ms(task, job.config)
+        missing = [(key, job) for key, job in zip(keys, jobs, strict=True) if key not in self.baseline_ms]
+        if missing:
+            baseline = self.build(task, task.implementation(task.baseline).source)  # cached; time() needs it too
+            results: list[CallResult] = []
+            if baseline.ok and baseline.library is not None:
+                with self.gpu_lock, self.start_worker(workdir) as worker:
+                    results = run_jobs(baseline.library, task, [job for _, job in missing], workdir, self.timeout_s,
+                                       worker=worker)  # fmt: skip
+            for i, (key, _) in enumerate(missing):
+                ok = i < len(results) and results[i].status == "ok"
+                self.baseline_ms[key] = results[i].seconds * 1e3 if ok else math.nan
+        return [self.baseline_ms[key] for key in keys]
 
     def sanitize(self, build: Build, task: Task, job: Job, workdir: Path) -> str:
         """Run ``job`` under each of :attr:`sanitizers`; the first finding, or "" when clean."""
@@ -187,19 +223,26 @@ class CudaBackend:
             return reply
         device = self._device_facts(worker)
         configs = _timing_configs(task)
-        estimates, flags, mismatch = [], [], ""
+        estimates, flags, mismatch, bounds, over_budget = [], [], "", [], False
         phases: dict[str, float] = {}
+        left_s = self.timing.evaluation_budget_s  # shared by the configurations' warmup and timed calls
         for index, config in enumerate(configs):
-            outcome = self._time_config(task, index, config, worker, device, phases)
+            outcome = self._time_config(task, index, config, worker, device, phases, left_s)
             if isinstance(outcome, Crash):
                 return outcome
-            estimate, config_flags, config_mismatch = outcome
+            estimate, config_flags, config_mismatch, bound, spent_s, stop = outcome
             estimates.append(estimate)
             flags += config_flags
             mismatch = mismatch or config_mismatch
+            bounds.append(bound)
+            left_s -= spent_s
+            over_budget = over_budget or stop == "budget"
         device.update(read_clocks(self.device))  # right after the timed calls
         combined = _geometric_mean(estimates)
-        return Timing(combined, tuple(dict.fromkeys(flags)), mismatch, device, tuple(estimates), phases)
+        capped = tuple(i for i, b in enumerate(bounds) if math.isfinite(b))
+        bound = _geometric_mean_of(bounds) if len(capped) == len(bounds) else math.nan
+        return Timing(combined, tuple(dict.fromkeys(flags)), mismatch, device, tuple(estimates), phases,
+                      speedup_bound=bound, capped_configs=capped, over_budget=over_budget)  # fmt: skip
 
     def _device_facts(self, worker: WorkerProcess) -> dict[str, object]:
         """Card name, compute capability, driver (from the worker's init) and copy bandwidth, once."""
@@ -217,39 +260,53 @@ class CudaBackend:
         return not isinstance(reply, Crash) and bool(reply.get("ok"))
 
     def _time_config(
-        self, task: Task, index: int, config: Config, worker: WorkerProcess, device: dict, phases: dict
-    ) -> tuple[SpeedupEstimate, list[str], str] | Crash:
-        opts = self.timing
+        self,
+        task: Task,
+        index: int,
+        config: Config,
+        worker: WorkerProcess,
+        device: dict,
+        phases: dict,
+        left_s: float = math.inf,
+    ) -> tuple[SpeedupEstimate, list[str], str, float, float, str] | Crash:
+        """One timing configuration: estimate, flags, mismatch, the speedup's upper bound where timing
+        stopped early for slowness (else NaN), seconds of the budget spent, and why the trials stopped."""
+        opts = replace(self.timing, budget_s=min(self.timing.budget_s, max(0.0, left_s)))
         started = time.perf_counter()
         files = self.perf_inputs.sets(task, index, config, opts.input_sets)
         sets = [set_spec(task, config, f) for f in files]
         request = time_request(opts, task, ["candidate", "baseline"], sets, "baseline", opts.pin_inputs)
         asked = time.perf_counter()
-        reply = worker.request(request, opts.budget_s * 4 + 60)
+        reply = worker.request(request, self.timing.budget_s * 4 + 60)
         if isinstance(reply, Crash) or not reply.get("ok"):
             return reply if isinstance(reply, Crash) else Crash("exit", str(reply.get("error")))
         answered = time.perf_counter()
         mismatch = mismatch_message(task, reply["mismatches"].get("candidate", []))
         if reply["overruns"].get("candidate"):
             mismatch = mismatch or "wrote past the end of a buffer during timed calls"
-        estimate = estimate_speedup(reply["times"]["candidate"], reply["times"]["baseline"], opts.deadband)
-        flags = self._wall_check(worker)
+        samples = _samples(reply)
+        estimate = estimate_speedup(samples["candidate"], samples["baseline"], opts.deadband)
+        bound, flags = _slow_verdict(opts, reply, samples)
+        spent_s = float(reply["phases"]["trials_s"] + reply["phases"]["check_s"])
+        if not math.isfinite(bound):
+            calls = wall_check_calls(opts.wall_check_calls, estimate.candidate_ms, left_s - spent_s)
+            flags += self._wall_check(worker, calls)
         moved = sum(s.nbytes * (2 if s.arg.role == "inout" else 1) for s in files[0].slots)
         if "copy_gbps" in device and bandwidth_flag(moved, estimate.candidate_ms, float(device["copy_gbps"])):
             flags.append("faster than the memory bandwidth allows")
-        for key, value in {"inputs_s": asked - started, **reply["phases"],
-                           "wall_check_s": time.perf_counter() - answered}.items():  # fmt: skip
+        wall_check_s = time.perf_counter() - answered
+        for key, value in {"inputs_s": asked - started, **reply["phases"], "wall_check_s": wall_check_s}.items():
             phases[key] = phases.get(key, 0.0) + value
-        return estimate, flags, mismatch
+        return estimate, flags, mismatch, bound, spent_s + wall_check_s, str(reply.get("stop", ""))
 
-    def _wall_check(self, worker: WorkerProcess) -> list[str]:
-        """Compare reported event times with the parent's own clock over back-to-back calls."""
+    def _wall_check(self, worker: WorkerProcess, calls: int | None = None) -> list[str]:
+        """Compare reported event times with the parent's own clock over ``calls`` back-to-back calls each."""
         observed = {}
         for lib in ("baseline", "candidate"):
             if isinstance(worker.request({"op": "stage", "set": 0}, self.timeout_s), Crash):
                 return ["wall-clock check failed"]
             start = time.perf_counter()
-            reply = worker.request({"op": "wall_check", "lib": lib, "calls": self.timing.wall_check_calls},
+            reply = worker.request({"op": "wall_check", "lib": lib, "calls": calls or self.timing.wall_check_calls},
                                    self.timeout_s * 4)  # fmt: skip
             wall_ms = (time.perf_counter() - start) * 1e3
             if isinstance(reply, Crash) or not reply.get("ok"):
@@ -263,13 +320,56 @@ class CudaBackend:
         return []
 
 
+def run_limited(
+    library: Path, task: Task, jobs: Sequence[Job], workdir: Path, worker: WorkerProcess,
+    limits: Sequence[float], baseline_ms: Sequence[float], load_timeout_s: float,
+) -> list[CallResult]:  # fmt: skip
+    """``run_jobs`` with a wall-clock limit per job; a call stopped at its limit says how slow it was.
+
+    ``limits[i]`` and ``baseline_ms[i]`` (NaN: unknown) belong to ``jobs[i]``, whose index among the
+    task's correctness configurations tells shown from hidden ones.
+    """
+    loaded = run_jobs(library, task, [], workdir, load_timeout_s, worker=worker)  # no jobs: loads the library only
+    if loaded:
+        return loaded
+    results: list[CallResult] = []
+    for index, (job, limit, ms) in enumerate(zip(jobs, limits, baseline_ms, strict=True)):
+        result = call_once(worker, task, job, workdir / f"buffers-{index}.bin", limit)
+        if result.status == "timeout" and math.isfinite(ms):
+            hidden = index >= len(task.configs)
+            result = replace(result, message=too_slow_message(job.config, hidden, index, limit, ms))
+        results.append(result)
+        if result.status != "ok":
+            break
+    return results
+
+
 def time_request(opts: TimingOptions, task: Task, libs: Sequence[str], sets: list[dict], reference: str,
                  pin: bool) -> dict:  # fmt: skip
     """The worker's ``time`` request: ``libs`` round robin on ``sets``, outputs checked against ``reference``."""
     return {"op": "time", "libs": list(libs), "sets": sets, "reference": reference, "outputs": output_checks(task),
             "pin": pin, "warmup": opts.warmup, "min_trials": opts.min_trials, "max_trials": opts.max_trials,
             "budget_s": opts.budget_s, "budget_floor": opts.budget_floor, "target_rse": opts.target_rse,
-            "flush_bytes": opts.flush_bytes, "l2_flush": opts.l2_flush, "check_first": opts.check_first}  # fmt: skip
+            "flush_bytes": opts.flush_bytes, "l2_flush": opts.l2_flush, "check_first": opts.check_first,
+            "slow_bound": opts.slow_bound, "slow_margin": opts.slow_margin}  # fmt: skip
+
+
+def _samples(reply: dict) -> dict[str, list[float]]:
+    """Each implementation's timed calls; for one stopped as too slow before or between trials, every call
+    it made (the checked and warmup calls too), with the reference's from the same rounds."""
+    if not reply.get("capped"):
+        return reply["times"]
+    return {name: reply.get("early", {}).get(name, []) + t for name, t in reply["times"].items()}
+
+
+def _slow_verdict(opts: TimingOptions, reply: dict, samples: dict[str, list[float]]) -> tuple[float, list[str]]:
+    """The candidate's speedup bound when the worker stopped timing it as too slow (NaN otherwise), and a
+    flag when the parent's own rule does not confirm that stop (pure)."""
+    if "candidate" not in reply.get("capped", []):
+        return math.nan, []
+    if not decided_slow(samples["candidate"], samples["baseline"], opts.slow_bound, opts.slow_margin):
+        return math.nan, ["timing stopped early without cause"]
+    return speedup_upper_bound(samples["candidate"], samples["baseline"], opts.slow_margin), []
 
 
 def output_checks(task: Task) -> list[dict]:
@@ -341,6 +441,10 @@ class PerfInputs:
 def _timing_configs(task: Task) -> tuple[Config, ...]:
     """The configurations timed: the task's perf configurations, else its largest shown one."""
     return tuple(task.perf_configs) or (max(task.configs, key=lambda c: sum(c.values())),)
+
+
+def _geometric_mean_of(values: Sequence[float]) -> float:
+    return float(np.exp(np.mean(np.log(values))))
 
 
 def _geometric_mean(estimates: Sequence[SpeedupEstimate]) -> SpeedupEstimate:

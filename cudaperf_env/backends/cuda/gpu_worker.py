@@ -13,7 +13,10 @@ Requests (JSON lines on stdin; replies on REPLY_FD):
     {"op": "time", "libs": [NAME...], "sets": [{"file", "size", "args"}...], "reference": NAME,
      "outputs": [{"arg", "elem_bytes", "is_float", "atol", "rtol"}...], "pin": BOOL,
      "min_trials": N, "max_trials": N, "budget_s": S, "budget_floor": N, "target_rse": X,
-     "flush_bytes": N, "l2_flush": "read"|"write", "warmup": N, "check_first": BOOL}
+     "flush_bytes": N, "l2_flush": "read"|"write", "warmup": N, "check_first": BOOL,
+     "slow_bound": X, "slow_margin": X}
+        -> {"times", "early", "mismatches", "overruns", "phases", "capped": [NAME...],
+            "stop": "slow"|"max_trials"|"budget"|"target_rse"}
     {"op": "stage", "set": K}   then   {"op": "wall_check", "lib": NAME, "calls": N}
 
 Timing keeps everything on the device: the pristine input sets are uploaded once,
@@ -23,6 +26,11 @@ warmup) each implementation's outputs are compared with the reference's by a
 harness kernel, so no large buffer crosses the bus twice. The counts come back to
 the parent, which trusts them exactly as far as it trusts downloaded buffers: both
 come from this process.
+
+An implementation whose speedup over the reference is certainly below ``slow_bound``
+(``budget.py``) stops being timed after any round: it is left out of the later rounds
+and of the check after timing (its outputs were checked on the first round), and the
+request ends once only the reference is left.
 """
 
 import ctypes
@@ -150,46 +158,73 @@ class Worker:
         sets = [self.upload(s, pin=request.get("pin", False)) for s in request["sets"]]  # pristine, one per set
         work = self.upload(request["sets"][0], copy=False)  # every timed call runs here, restored first
         self.kept_sets, self.kept_specs, self.kept_work = sets, request["sets"], work
-        names = request["libs"]
+        names, reference = request["libs"], request["reference"]
         read = int(request.get("l2_flush", "read") == "read")
         self.check(self.h.cph_flush_setup(ctypes.c_size_t(request["flush_bytes"]), read, self.err, 512))
         uploaded = time.perf_counter()
         overruns: dict[str, list] = {}  # canaries are checked after every call, outside the timed span
         times: dict[str, list[float]] = {n: [] for n in names}
-        trial = 0
-        first = bool(request.get("check_first"))  # trusted code: the checked calls are the first warmup round
-        if first:
-            mismatches, overruns = self.check_outputs(request, work, sets, overruns)
+        early: dict[str, list[float]] = {n: [] for n in names}  # event times of the checked and warmup calls
+        first = bool(request.get("check_first"))  # trusted code: every set checked on the first calls
+        # The first round is checked (on set 0 for submissions, again on every set after timing) and
+        # doubles as warmup, so an implementation stopped for being slow still had its outputs checked.
+        mismatches, overruns = self.check_outputs(request, work, sets, overruns, early, len(sets) if first else 1)
         checked = time.perf_counter()
-        for _ in range(request["warmup"] - first):
-            for name in names:
-                self.timed(name, work, sets[0], request["sets"][0], flush=0)
+        active, capped = list(names), []  # implementations still timed; those stopped as too slow
+
+        def spent() -> bool:
+            return time.perf_counter() - uploaded > request["budget_s"]
+
+        def drop_slow() -> bool:
+            """Stop timing implementations decided slow; True when only the reference is left."""
+            for name in [n for n in active if n != reference]:
+                if _decided_slow(early[name] + times[name], early[reference] + times[reference],
+                                 request.get("slow_bound", 0.0), request.get("slow_margin", 1.0)):  # fmt: skip
+                    active.remove(name)
+                    capped.append(name)
+            return bool(capped) and all(n == reference for n in active)
+
+        stop = "slow" if drop_slow() else ""
+        for _ in range(request["warmup"] - 1):
+            if stop or spent():
+                break
+            for name in active:
+                early[name].append(self.timed(name, work, sets[0], request["sets"][0], flush=0))
                 self.charge_overruns(name, work[1], overruns)
-        while True:
-            order = names if trial % 2 == 0 else names[::-1]  # ABBA: drift hits all equally
+            stop = "slow" if drop_slow() else ""
+        trial = 0
+        while not stop:
+            order = active if trial % 2 == 0 else active[::-1]  # ABBA: drift hits all equally
             for name in order:
                 k = trial % len(sets)
                 times[name].append(self.timed(name, work, sets[k], request["sets"][k], flush=1 + trial % 200))
                 self.charge_overruns(name, work[1], overruns)
             trial += 1
-            spent = time.perf_counter() - uploaded > request["budget_s"]
-            if trial >= request["max_trials"] or (spent and trial >= request.get("budget_floor", 1)):
-                break
-            if trial >= request["min_trials"] and all(_rse(times[n]) < request["target_rse"] for n in names):
-                break
+            if drop_slow():
+                stop = "slow"
+            elif trial >= request["max_trials"]:
+                stop = "max_trials"
+            elif spent() and trial >= request.get("budget_floor", 1):
+                stop = "budget"
+            elif trial >= request["min_trials"] and all(_rse(times[n]) < request["target_rse"] for n in active):
+                stop = "target_rse"
         timed = time.perf_counter()
-        if not first:
-            mismatches, overruns = self.check_outputs(request, work, sets, overruns)
+        if not first and any(n != reference for n in active):  # the stopped ones were checked on set 0
+            late, overruns = self.check_outputs(request, work, sets, overruns, libs=active)
+            mismatches = {n: mismatches.get(n, []) + late.get(n, []) for n in dict.fromkeys([*mismatches, *late])}
         phases = {"release_s": started - released, "upload_s": uploaded - started, "trials_s": timed - checked,
                   "check_s": checked - uploaded + time.perf_counter() - timed}  # fmt: skip
-        self.send(ok=True, times=times, mismatches=mismatches, overruns=overruns, phases=phases)
+        self.send(ok=True, times=times, mismatches=mismatches, overruns=overruns, phases=phases, early=early,
+                  capped=capped, stop=stop)  # fmt: skip
 
-    def check_outputs(self, request: dict, work, sets, overruns: dict) -> tuple[dict, dict]:
-        """Run the reference, then every other implementation, once more on each input set;
-        compare their outputs on the device and check every canary.
+    def check_outputs(self, request: dict, work, sets, overruns: dict, seen: dict | None = None,
+                      n_sets: int | None = None, libs: list | None = None) -> tuple[dict, dict]:  # fmt: skip
+        """Run the reference, then every other implementation (of ``libs``), once more on each of the
+        first ``n_sets`` input sets; compare their outputs on the device and check every canary.
 
         Returns ``{name: [{"set", "arg", "count", "first", "total"}...]}`` for outputs that differ and
-        ``overruns`` (``{name: [arg...]}``, broken canaries) with these calls' added.
+        ``overruns`` (``{name: [arg...]}``, broken canaries) with these calls' added. The calls' event
+        times are appended to ``seen[name]`` when given.
         """
         reference, outputs = request["reference"], request["outputs"]
         by_arg = {i: (dev, nbytes) for i, dev, _, nbytes in work[1]}
@@ -201,15 +236,16 @@ class Worker:
             expected.append(copy)
             self.scratch.append(copy)
         mismatches: dict[str, list] = {}
-        for k, spec in enumerate(request["sets"]):
-            self.timed(reference, work, sets[k], spec, flush=1)
+        seen = {} if seen is None else seen
+        for k, spec in enumerate(request["sets"][:n_sets]):
+            seen.setdefault(reference, []).append(self.timed(reference, work, sets[k], spec, flush=1))
             for out, copy in zip(outputs, expected, strict=True):
                 dev, nbytes = by_arg[out["arg"]]
                 self.check(self.h.cph_copy(copy, dev, ctypes.c_size_t(nbytes), D2D, self.err, 512))
-            for name in request["libs"]:
+            for name in request["libs"] if libs is None else libs:
                 if name == reference:
                     continue
-                self.timed(name, work, sets[k], spec, flush=1)
+                seen.setdefault(name, []).append(self.timed(name, work, sets[k], spec, flush=1))
                 self.charge_overruns(name, work[1], overruns)
                 for out, copy in zip(outputs, expected, strict=True):
                     dev, nbytes = by_arg[out["arg"]]
@@ -285,6 +321,13 @@ class Worker:
             self.check(self.h.cph_timed_call(fn, work[2], 0, ctypes.byref(ms), ctypes.byref(wall), self.err, 512))
             events.append(ms.value)
         self.send(ok=True, events=events)
+
+
+def _decided_slow(candidate: list, baseline: list, bound: float, margin: float) -> bool:
+    """``budget.decided_slow``, restated here because the worker imports only the standard library."""
+    if bound <= 0 or not candidate or not baseline or min(candidate) <= 0:
+        return False
+    return margin * max(baseline) / min(candidate) < bound
 
 
 def _rse(samples: list) -> float:

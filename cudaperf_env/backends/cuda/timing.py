@@ -34,6 +34,16 @@ class TimingOptions:
             calls, which then also serve as its first warmup round, instead of on extra
             calls after timing. For trusted code only (the labeller): a submission could
             cache results across calls, which only a check after timing catches.
+        evaluation_budget_s: Seconds of warmup and timed calls per evaluation, shared by its
+            timing configurations (each gets ``min(budget_s, what is left)``; ``math.inf``:
+            no shared limit). Past it each configuration still makes its first checked round
+            and ``budget_floor`` trials, the output check after timing, and a wall-clock
+            check shortened to the calls that fit (at least one).
+        slow_bound: Stop timing an implementation once its speedup's upper bound is below this
+            (``budget.decided_slow``): set it to ``1 / RewardConfig.speedup_clip``, below which
+            the reward cannot tell kernels apart. 0 disables the early stop.
+        slow_margin: The upper bound is ``slow_margin`` x the slowest baseline call / the
+            fastest call of the implementation so far (>= 1).
     """
 
     warmup: int = 3
@@ -49,8 +59,22 @@ class TimingOptions:
     wall_check_calls: int = 10
     pin_inputs: bool = True
     check_first: bool = False
+    evaluation_budget_s: float = 2.0
+    slow_bound: float = 1 / 8
+    slow_margin: float = 2.0
 
     def __post_init__(self) -> None:
+        if not (self.budget_s >= 0 and self.evaluation_budget_s >= 0):  # NaN fails too
+            raise ValueError(
+                f"budget_s and evaluation_budget_s must be >= 0 seconds (math.inf: no limit), "
+                f"got {self.budget_s} and {self.evaluation_budget_s}"
+            )
+        if not 0 <= self.slow_bound < 1:
+            raise ValueError(
+                f"slow_bound must be in [0, 1) (1 / the reward's speedup_clip; 0: off), got {self.slow_bound}"
+            )
+        if not (math.isfinite(self.slow_margin) and self.slow_margin >= 1):
+            raise ValueError(f"slow_margin must be a finite number >= 1, got {self.slow_margin}")
         if self.l2_flush not in ("read", "write"):
             raise ValueError(f"l2_flush must be 'read' or 'write', not {self.l2_flush!r}")
         if not 1 <= self.min_trials <= self.max_trials:
@@ -84,6 +108,16 @@ class Timing:
         per_config: Per-configuration estimates.
         phases: Seconds spent per phase (input preparation, upload, trials, output check, wall check).
         c_reference_ms: The serial C reference's time on the CPU per configuration (NaN: not measured).
+        speedup_bound: Finite when timing stopped early on every configuration because the
+            candidate is certainly slower than ``TimingOptions.slow_bound`` (``budget.decided_slow``):
+            the speedup is at most this (< ``slow_bound``), and ``estimate.speedup`` and
+            ``speedup_lcb``, from the few calls made, are at most it too. Not a flag: the reward
+            credits it as measured and clips it to its floor, as it would the full measurement.
+            NaN when timed in full (or only some configurations stopped early).
+        capped_configs: Indices of the timing configurations where timing stopped early so.
+        over_budget: The evaluation's timing budget (``evaluation_budget_s``) or a configuration's
+            (``budget_s``) ran out before the trials reached ``target_rse``: the medians rest on
+            fewer calls than usual.
     """
 
     estimate: SpeedupEstimate
@@ -93,6 +127,14 @@ class Timing:
     per_config: tuple[SpeedupEstimate, ...] = ()
     phases: Mapping[str, float] = field(default_factory=dict)
     c_reference_ms: tuple[float, ...] = ()
+    speedup_bound: float = math.nan
+    capped_configs: tuple[int, ...] = ()
+    over_budget: bool = False
+
+    @property
+    def capped(self) -> bool:
+        """Timing stopped early everywhere: the speedup is known only to be below :attr:`speedup_bound`."""
+        return math.isfinite(self.speedup_bound)
 
 
 def estimate_speedup(
