@@ -16,7 +16,10 @@ The labelling run is a pipeline sized for one GPU machine:
   loop (L2 flush and inputs restored before every call); being trusted, the code
   gets lighter timing than a submission (``LABEL_TIMING``, ``SMALL_TIMING``): one
   input set, outputs compared with the baseline's on the device on the first calls,
-  which double as the warmup, and a short budget with at least 3 timed calls.
+  which double as the warmup, and a short budget with at least 3 timed calls. An
+  implementation far slower than the baseline stops being timed as soon as that is
+  certain (the submissions' rule, ``backends/cuda/budget.py``): its label then rests on
+  the calls made so far and says ``capped``, and it holds the GPU for one call or two.
 
 Each finished task is appended to a JSONL stream at once, so a run cut short keeps
 what it measured, and tasks already in any stream given as ``--done`` are skipped:
@@ -327,10 +330,7 @@ class Labeller:
                 record["error"] = f"{kind} {dict(config)}: {_failure(reply)}"
                 return record, isinstance(reply, Crash)
             by_lib = {lib: impl for impl, lib in names.items()}
-            impls = {}
-            for lib, samples in reply["times"].items():
-                median, lo, hi = median_interval(samples)
-                impls[by_lib[lib]] = {"median_ms": median, "lo_ms": lo, "hi_ms": hi, "trials": len(samples)}
+            impls = {by_lib[lib]: label_entry(lib, reply) for lib in reply["times"]}
             record["configs"].append({
                 "kind": kind, "config": config, "impls": impls, "phases": reply["phases"],
                 "request_s": round(time.perf_counter() - asked, 4),
@@ -340,6 +340,20 @@ class Labeller:
         record["clocks"] = read_clocks(device)
         record["seconds"] = round(time.perf_counter() - started, 3)
         return record, False
+
+
+def label_entry(lib: str, reply: Mapping[str, Any]) -> dict[str, Any]:
+    """One implementation's label from the worker's ``time`` reply (pure).
+
+    An implementation stopped for being far slower than the baseline (``capped``: its speedup's
+    upper bound fell below ``TimingOptions.slow_bound``, see ``backends/cuda/budget.py``) is
+    labelled from every call it made, its checked first calls included, and marked ``capped``.
+    """
+    capped = lib in reply.get("capped", [])
+    samples = [*reply.get("early", {}).get(lib, []), *reply["times"][lib]] if capped else reply["times"][lib]
+    median, lo, hi = median_interval(samples)
+    entry: dict[str, Any] = {"median_ms": median, "lo_ms": lo, "hi_ms": hi, "trials": len(samples)}
+    return {**entry, "capped": True} if capped else entry
 
 
 def _failure(reply: dict | Crash) -> str:

@@ -21,6 +21,7 @@ from cudaperf_env.backends.cuda.backend import HERE, CudaBackend, run_limited, s
 from cudaperf_env.backends.cuda.timing import TimingOptions
 from cudaperf_env.backends.execute import Job
 from cudaperf_env.backends.sandbox import Crash, WorkerProcess
+from cudaperf_env.datagen.label import LABEL_TIMING, label_entry
 from cudaperf_env.reward import speedup_term
 from cudaperf_env.tasks import load_tasks
 from cudaperf_env.tasks.inputs import make_inputs
@@ -154,3 +155,15 @@ def test_labelled_baseline_times_need_no_baseline_run(tmp_path):
     task = dataclasses.replace(SAXPY, implementations=(naive, *SAXPY.implementations[1:]))
     jobs = [Job(c, {}) for c in task.correctness_configs]
     assert CudaBackend()._baseline_call_ms(task, jobs, tmp_path) == [0.01, 0.02, 0.03, 0.04]  # built nothing
+
+
+def test_the_labeller_stops_timing_a_slow_implementation_and_labels_it_capped(start, libs, tmp_path):
+    worker = load_baseline(start("slow"), libs)
+    assert worker.request({"op": "load", "lib": str(libs["honest"]), "name": "other"}, 30)["ok"]
+    opts = dataclasses.replace(LABEL_TIMING, budget_s=5.0, min_trials=10, max_trials=10)
+    request = time_request(opts, SMALL, ["candidate", "baseline", "other"], input_sets(tmp_path, 1), "baseline", False)
+    reply = worker.request(request, 60)
+    assert reply["ok"] and reply["capped"] == ["candidate"] and reply["stop"] == "max_trials", reply
+    slow, other = label_entry("candidate", reply), label_entry("other", reply)
+    assert slow["capped"] and slow["trials"] == 1 and slow["median_ms"] >= SLOW_MS  # its checked first call
+    assert "capped" not in other and other["trials"] == 10
