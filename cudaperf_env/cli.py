@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from cudaperf_env.datagen.cli import add_dataset_commands
 from cudaperf_env.errors import CudaPerfError
+
+SOURCE_SUFFIXES = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.run(args) or 0)
     except (CudaPerfError, OSError) as exc:
-        Console(stderr=True).print(f"[red]error:[/red] {exc}", highlight=False)
+        Console(stderr=True).print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         return 2
 
 
@@ -41,13 +43,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(run=_tasks_list)
     p = tasks.add_parser("show", help="show one task's prompt and implementations")
-    p.add_argument("id", help="task id or task file")
+    p.add_argument("id", help="task id (starter or dataset) or task file")
     p.add_argument("--task-dir")
     p.set_defaults(run=_tasks_show)
 
     p = sub.add_parser("eval", help="evaluate a submission on a task")
-    p.add_argument("--task", required=True, help="task id or path of a task file")
-    p.add_argument("--submission", required=True, help="file with the CUDA source (or an agent reply)")
+    p.add_argument("--task", required=True, help="task id (starter or dataset) or path of a task file")
+    p.add_argument("--submission", required=True,
+                   help="CUDA source file (.cu: compiled as is) or an agent reply (the last ```cuda block)")
     p.add_argument("--backend", default="auto", choices=["cpu", "cuda", "auto"])
     p.add_argument("--task-dir")
     p.add_argument("--seed", type=int, default=0, help="seed of the input values")
@@ -65,83 +68,62 @@ def _tasks_list(args: argparse.Namespace) -> None:
 
     tasks = load_tasks(args.task_dir)
     rows: list[dict[str, Any]] = [
-        {"id": t.id, "kind": t.kind, "family": t.family, "configs": len(t.configs),
-         "implementations": [i.name for i in t.implementations]}  # fmt: skip
+        {"id": t.id, "kind": t.kind, "family": t.family, "configs": len(t.correctness_configs),
+         "shown_configs": len(t.configs), "implementations": [i.name for i in t.implementations]}  # fmt: skip
         for t in tasks.values()
     ]
     if args.json:
         print(json.dumps(rows, indent=2))
         return
-    table = Table(title=f"{len(rows)} tasks")
-    for column in ("id", "family", "configs", "implementations"):
-        table.add_column(column)
+    table = Table(title=f"{len(rows)} tasks (`cudaperf dataset stats` describes the generated dataset)")
+    table.add_column("id", no_wrap=True, overflow="ignore")
+    table.add_column("family")
+    table.add_column("configs", justify="right")
+    table.add_column("implementations")
     for r in rows:
-        table.add_row(r["id"], r["family"], str(r["configs"]), ", ".join(r["implementations"]))
+        table.add_row(escape(r["id"]), escape(r["family"]), str(r["configs"]), escape(", ".join(r["implementations"])))
     Console().print(table)
 
 
 def _tasks_show(args: argparse.Namespace) -> None:
+    from cudaperf_env.dataset import find_task
     from cudaperf_env.prompt import task_prompt
-    from cudaperf_env.tasks import find_task
 
     task = find_task(args.id, args.task_dir)
     print(task_prompt(task))
-    print(f"\nImplementations (baseline: {task.baseline}):")
-    for impl in task.implementations:
-        print(f"- {impl.name}: {', '.join(impl.strategies)}")
+    if task.implementations:
+        print(f"\nImplementations (baseline: {task.baseline or 'none'}):")
+        for impl in task.implementations:
+            print(f"- {impl.name}: {', '.join(impl.strategies)}")
 
 
 def _eval(args: argparse.Namespace) -> None:
-    from cudaperf_env.backends import make_backend
-    from cudaperf_env.env import outcome_of
-    from cudaperf_env.evaluate import Evaluator
-    from cudaperf_env.feedback import feedback
-    from cudaperf_env.reward import compute_reward
-    from cudaperf_env.tasks import find_task
+    from cudaperf_env.dataset import find_task
+    from cudaperf_env.turn import Grader
 
     task = find_task(args.task, args.task_dir)
-    action = Path(args.submission).read_bytes().decode("utf-8", "replace")
-    evaluation = Evaluator(make_backend(args.backend)).evaluate(task, action, seed=args.seed)
-    reward = compute_reward(outcome_of(evaluation))
-    result: dict[str, Any] = {
-        "task_id": task.id,
-        "status": evaluation.status,
-        "compiled": evaluation.compiled,
-        "correct": evaluation.correct,
-        "speedup": _json_number(evaluation.speedup),
-        "speedup_lcb": _json_number(evaluation.speedup_lcb),
-        "timing_flags": list(evaluation.timing_flags),
-        "device": dict(evaluation.device),
-        "runtime_ms": _json_number(evaluation.runtime_ms),
-        "baseline_ms": _json_number(evaluation.baseline_ms),
-        "speedup_vs_c": _json_number(evaluation.speedup_vs_c),
-        "backend": evaluation.backend,
-        "reward": reward.total,
-        "reward_terms": reward.terms,
-        "feedback": feedback(task, evaluation),
-        "seconds": dict(evaluation.seconds),
-        "structural_score": None,
-        "features": {},
-    }
-    if evaluation.structure is not None:
-        structure = evaluation.structure.as_dict()
-        result.update(structural_score=structure["structural_score"], features=structure["features"],
-                      hints=structure["hints"])  # fmt: skip
+    action = _as_reply(Path(args.submission))
+    turn = Grader.on(args.backend).grade(task, action, seed=args.seed)
     if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        print(result["feedback"])
-        print(f"\nreward {reward.total:+.3f}  " + "  ".join(f"{k} {v:+.3f}" for k, v in reward.terms.items()))
+        print(json.dumps(turn.as_json(), indent=2))
+        return
+    print(turn.feedback)
+    terms = "  ".join(f"{k} {v:+.3f}" for k, v in turn.reward.terms.items())
+    print(f"\nreward {turn.reward.total:+.3f}  {terms}")
+
+
+def _as_reply(path: Path) -> str:
+    """The file's text as an agent reply: a source file (``.cu``, ...) without a fence is its own code block."""
+    text = path.read_bytes().decode("utf-8", "replace")
+    if path.suffix in SOURCE_SUFFIXES and "```" not in text:
+        return f"```cuda\n{text}\n```"
+    return text
 
 
 def _demo(args: argparse.Namespace) -> None:
     from cudaperf_env.demo import run_demo
 
     run_demo(args.backend, Console())
-
-
-def _json_number(x: float) -> float | None:
-    return None if math.isnan(x) else x
 
 
 if __name__ == "__main__":

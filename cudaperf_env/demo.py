@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from rich.console import Console
+from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
@@ -44,16 +45,17 @@ def run_demo(backend: str = "auto", console: Console | None = None) -> list[dict
     console = console or Console()
     replies_count = 3
     env = gym.make(
-        "CudaPerf-C2CUDA-v0", backend=backend, max_turns=replies_count, target_speedup=1.5, task_ids=[DEMO_TASK]
+        "CudaPerf-C2CUDA-v1", backend=backend, max_turns=replies_count, task_ids=[DEMO_TASK], stop_on_correct=False
     )
     prompt, _ = env.reset(seed=0)
     task = env.unwrapped.task  # type: ignore[attr-defined]
-    console.print(Panel(prompt, title=f"prompt ({task.id})", expand=False))
+    console.print(Panel(escape(prompt), title=escape(f"prompt ({task.id})"), expand=False))
     rows = []
     for label, reply in scripted_replies(task):
         with console.status(f"evaluating: {label}"):
             obs, reward, terminated, truncated, info = env.step(reply)
-        console.print(Panel(obs.split("\n\nTask ")[0], title=f"turn {info['turn']}: {label}", expand=False))
+        feedback = escape(obs.split("\n\nTask ")[0])  # task text holds [i]: never rich markup
+        console.print(Panel(feedback, title=escape(f"turn {info['turn']}: {label}"), expand=False))
         rows.append({"label": label, "reward": reward, "terminated": terminated, "truncated": truncated, **info})
         if terminated or truncated:
             break
@@ -77,5 +79,6 @@ def _table(rows: list[dict]) -> Table:
     for term in terms:
         table.add_row(term, *[f"{r[term]:+.2f}" for r in rows])
     table.add_row("reward", *[f"{r['reward']:+.2f}" for r in rows], style="bold")
+    table.add_row("score reached", *[f"{r['score']:.2f}" for r in rows])
     table.add_row("eval seconds", *[f"{r['eval_seconds']:.2f}" for r in rows])
     return table

@@ -2,38 +2,22 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 from gymnasium import spaces
 
-from cudaperf_env.backends import make_backend
 from cudaperf_env.backends.base import Backend
 from cudaperf_env.dataset import load_dataset
 from cudaperf_env.errors import TaskNotFoundError
-from cudaperf_env.evaluate import EvalOptions, Evaluation, Evaluator
-from cudaperf_env.feedback import feedback
 from cudaperf_env.prompt import task_prompt, turn_prompt
-from cudaperf_env.reward import PRESET_TERMS, Outcome, RewardConfig, compute_reward
 from cudaperf_env.tasks import Task, load_tasks
 from cudaperf_env.text import charset, sanitize, truncate
+from cudaperf_env.turn import EvalOptions, Grader, RewardConfig, Turn
 
 MAX_OBSERVATION_CHARS = 32768
-
-
-def outcome_of(evaluation: Evaluation, previous_score: float = math.nan) -> Outcome:
-    """What the reward sees of an evaluation (flagged speedups are not credited)."""
-    structure = evaluation.structure.score if evaluation.structure is not None else math.nan
-    return Outcome(
-        evaluation.status,
-        evaluation.compiled,
-        evaluation.correct,
-        evaluation.credited_speedup,
-        structural_score=structure,
-        previous_score=previous_score,
-    )
+_KEEP = object()  # reset() without a task_id option: keep the pinned task (vector-env autoresets)
 
 
 class CudaPerfEnv(gym.Env[str, str]):
@@ -57,14 +41,20 @@ class CudaPerfEnv(gym.Env[str, str]):
     ## Rewards
     ``cudaperf_env.reward.compute_reward`` with ``reward.preset`` (default
     ``cudaperf``): a format penalty for replies with no usable code, credit for
-    compiling, for correctness, for log2 speedup (GPU only), for the structural
-    score (coalescing, occupancy, reuse, synchronization) and for improvement over
-    the previous turn. Every term of the preset appears in ``info`` as
-    ``reward/<name>`` (0.0 when it did not apply).
+    compiling, for correctness, for log2 speedup (GPU only) and, for correct code,
+    for the structural score and the learned ranker's score. Over turns the reward
+    is potential-based: a turn earns its score minus the previous turn's (term
+    ``previous``), so an episode returns its last turn's score and detours never
+    pay. Every term of the preset appears in ``info`` as ``reward/<name>`` (0.0
+    when it did not apply); ``info["score"]`` is the level the turn reached.
 
     ## Episode End
-    Terminated when the submission is correct (and, with ``target_speedup``, at
-    least that fast); truncated after ``max_turns`` turns.
+    ``stop_on_correct`` decides: when True the episode terminates at the first
+    correct submission (with ``target_speedup`` and a timing backend, at the first
+    one at least that fast); when False it runs to ``max_turns`` so a correct
+    kernel can be refined for speed (terminated early only on ``target_speedup``).
+    Default (None): False where the backend measures time (GPU), True where it
+    cannot (CPU: nothing would reward further turns). Truncated after ``max_turns``.
 
     ## Arguments
     - ``task_dir``: directory of task files (default: the bundled tasks).
@@ -74,12 +64,20 @@ class CudaPerfEnv(gym.Env[str, str]):
     - ``backend``: ``cpu``, ``cuda`` or ``auto``, or a backend object.
     - ``max_turns``: refinement turns per episode.
     - ``reward``: a :class:`~cudaperf_env.reward.RewardConfig`.
-    - ``target_speedup``: speedup that ends the episode when measured.
+    - ``target_speedup``: speedup that ends the episode when measured (ignored where
+      nothing is timed: there a correct submission ends it).
+    - ``stop_on_correct``: see Episode End (None: decided by the backend).
     - ``max_action_chars``: longest accepted reply.
     - ``render_mode``: ``None`` or ``"ansi"``.
 
+    ``reset(options={"task_id": ID})`` pins the task: later resets without options
+    (vector-env autoresets included) keep it; ``options={"task_id": None}`` unpins.
+
     ## Version History
-    - v0: initial version (cpu and cuda backends; compile, correctness and speedup terms).
+    - v1: runs to ``max_turns`` where timing exists (refining a correct kernel for speed);
+      potential-based multi-turn reward; structure and ranker credited to correct code only.
+    - v0: ends at the first correct submission (``stop_on_correct=True``); same reward as v1
+      (the earlier reward paid detours and was withdrawn).
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 1}  # fps: one frame per turn (gymnasium asks)
@@ -94,6 +92,7 @@ class CudaPerfEnv(gym.Env[str, str]):
         max_turns: int = 4,
         reward: RewardConfig | None = None,
         target_speedup: float | None = None,
+        stop_on_correct: bool | None = None,
         max_action_chars: int = 65536,
         eval_options: EvalOptions | None = None,
         render_mode: str | None = None,
@@ -102,92 +101,82 @@ class CudaPerfEnv(gym.Env[str, str]):
             raise ValueError(f"max_turns must be >= 1, got {max_turns}")
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
-        tasks = load_dataset(split=split, labels=False) if split is not None else load_tasks(task_dir, kind)
-        if task_ids is not None:
-            missing = [t for t in task_ids if t not in tasks]
-            if missing:
-                raise TaskNotFoundError(f"unknown task ids {missing}; `cudaperf tasks list` shows the ids")
-            tasks = {t: tasks[t] for t in task_ids}
-        if not tasks:
-            raise TaskNotFoundError(f"no tasks of kind {kind!r} in {task_dir or 'the bundled set'}")
-        self.tasks: dict[str, Task] = tasks
-        self._task_order = sorted(tasks)
-        self.backend = make_backend(backend) if isinstance(backend, str) else backend
+        self.tasks: dict[str, Task] = _select(task_dir, kind, task_ids, split)
+        self._task_order = sorted(self.tasks)
         options = eval_options or EvalOptions(max_code_chars=max_action_chars)
-        self.evaluator = Evaluator(self.backend, options)
+        self.grader = Grader.on(backend, options, reward)
         self.max_turns = max_turns
-        self.reward_config = reward or RewardConfig()
         self.target_speedup = target_speedup
+        self.stop_on_correct = not self.grader.measures_time if stop_on_correct is None else stop_on_correct
         self.render_mode = render_mode
         self.action_space = spaces.Text(max_length=max_action_chars, charset=charset())
         self.observation_space = spaces.Text(max_length=MAX_OBSERVATION_CHARS, charset=charset())
         self.task: Task | None = None
         self.turn = 0
+        self.last_turn: Turn | None = None
+        self._pinned: str | None = None
         self._episode_seed = 0
-        self._previous_score = math.nan
         self._last_text = ""
-        self.last_evaluation: Evaluation | None = None
+
+    @property
+    def backend(self) -> Backend:
+        """Where submissions run."""
+        return self.grader.evaluator.backend
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
-        """Start an episode on ``options["task_id"]`` or a task drawn from ``np_random``."""
+        """Start an episode on the pinned ``task_id`` option or a task drawn from ``np_random``."""
         super().reset(seed=seed)
-        task_id = (options or {}).get("task_id")
-        if task_id is None:
-            task_id = self._task_order[int(self.np_random.integers(len(self._task_order)))]
-        elif task_id not in self.tasks:
-            raise TaskNotFoundError(f"unknown task_id {task_id!r}; `cudaperf tasks list` shows the ids")
-        self.task = self.tasks[task_id]
+        task_id = (options or {}).get("task_id", _KEEP)
+        if task_id is not _KEEP:
+            if task_id is not None and task_id not in self.tasks:
+                raise TaskNotFoundError(f"unknown task_id {task_id!r}; `cudaperf tasks list` shows the ids")
+            self._pinned = task_id
+        chosen = self._pinned or self._task_order[int(self.np_random.integers(len(self._task_order)))]
+        self.task = self.tasks[chosen]
         self.turn = 0
+        self.last_turn = None
         self._episode_seed = int(self.np_random.integers(2**31 - 1))
-        self.last_evaluation = None
-        self._previous_score = math.nan
         self._last_text = self._observation(task_prompt(self.task))
-        return self._last_text, {"task_id": task_id, "turn": 0, "backend": self.backend.name}
+        return self._last_text, {"task_id": chosen, "turn": 0, "backend": self.grader.backend_name}
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        """Evaluate one submission; never raises on a bad action."""
+        """Grade one submission (``cudaperf_env.turn.grade``); never raises on a bad action."""
         if self.task is None:
             raise gym.error.ResetNeeded("call reset() before step()")
         if self.turn >= self.max_turns:
             raise gym.error.ResetNeeded(f"the episode ended after {self.max_turns} turns; call reset()")
         self.turn += 1
-        evaluation = self.evaluator.evaluate(self.task, action, seed=self._episode_seed + self.turn)
-        self.last_evaluation = evaluation
-        reward = compute_reward(outcome_of(evaluation, self._previous_score), self.reward_config)
-        self._previous_score = reward.score
-        fast_enough = self.target_speedup is None or evaluation.speedup >= self.target_speedup
-        terminated = evaluation.correct and fast_enough
+        turn = self.grader.grade(self.task, action, self.last_turn, seed=self._episode_seed + self.turn)
+        self.last_turn = turn
+        terminated = self._ends(turn)
         truncated = not terminated and self.turn >= self.max_turns
-        text = feedback(self.task, evaluation)
-        self._last_text = self._observation(turn_prompt(self.task, text, self.turn, self.max_turns))
-        info = self._info(evaluation, reward.terms)
-        return self._last_text, float(reward.total), terminated, truncated, info
+        self._last_text = self._observation(turn_prompt(self.task, turn.feedback, self.turn, self.max_turns))
+        return self._last_text, float(turn.reward.total), terminated, truncated, turn.info()
+
+    def _ends(self, turn: Turn) -> bool:
+        if not turn.correct:
+            return False
+        timed = self.grader.measures_time
+        fast_enough = self.target_speedup is not None and timed and turn.evaluation.speedup >= self.target_speedup
+        if self.stop_on_correct:
+            return fast_enough or self.target_speedup is None or not timed
+        return fast_enough
 
     def render(self) -> str | None:
         """The last observation (``render_mode="ansi"``)."""
         return self._last_text if self.render_mode == "ansi" else None
 
-    def _info(self, e: Evaluation, terms: dict[str, float]) -> dict[str, Any]:
-        assert self.task is not None
-        info: dict[str, Any] = {
-            "task_id": self.task.id,
-            "turn": self.turn,
-            "status": e.status,
-            "compiled": e.compiled,
-            "correct": e.correct,
-            "speedup": e.speedup,
-            "speedup_lcb": e.speedup_lcb,
-            "timing_flagged": bool(e.timing_flags),
-            "runtime_ms": e.runtime_ms,
-            "baseline_ms": e.baseline_ms,
-            "speedup_vs_c": e.speedup_vs_c,
-            "backend": e.backend,
-            "eval_seconds": e.seconds.get("total", math.nan),
-            "structural_score": e.structure.score if e.structure is not None else math.nan,
-        }
-        names = PRESET_TERMS[self.reward_config.preset]
-        info.update({f"reward/{name}": terms.get(name, 0.0) for name in names})
-        return info
-
     def _observation(self, text: str) -> str:
         return truncate(sanitize(text), MAX_OBSERVATION_CHARS - 64)
+
+
+def _select(task_dir: str | Path | None, kind: str, task_ids: list[str] | None, split: str | None) -> dict[str, Task]:
+    tasks = load_dataset(split=split, labels=True) if split is not None else load_tasks(task_dir, kind)
+    if task_ids is not None:
+        missing = [t for t in task_ids if t not in tasks]
+        if missing:
+            raise TaskNotFoundError(f"unknown task ids {missing}; `cudaperf tasks list` shows the ids")
+        tasks = {t: tasks[t] for t in task_ids}
+    if not tasks:
+        raise TaskNotFoundError(f"no tasks of kind {kind!r} in {task_dir or 'the bundled set'}")
+    return tasks

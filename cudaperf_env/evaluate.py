@@ -1,7 +1,13 @@
-"""One submission, end to end: extract, screen, compile-check, build, run, compare.
+"""One submission, end to end, as an ordered list of stages over one context.
 
 The trusted parent (this module) makes inputs, holds expected outputs and
-judges; the submission only ever runs in an untrusted worker process.
+judges; the submission only ever runs in an untrusted worker process. Each
+stage in :data:`STAGES` reads and fills the :class:`Context` and returns it,
+or returns a finished :class:`Evaluation` that ends the pipeline. Adding a
+stage means writing one function here and naming it in :data:`STAGES`.
+
+Backends are reached only through ``backends/base.py``: the evaluator asks a
+backend for its capabilities (timing, sanitizers), never for its type.
 """
 
 from __future__ import annotations
@@ -11,61 +17,39 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from cudaperf_env.analysis import StructuralReport, analyze
-from cudaperf_env.backends.base import Backend
-from cudaperf_env.backends.cuda.timing import Timing
-from cudaperf_env.backends.execute import CallResult, Job
-from cudaperf_env.backends.harness import wrap
+from cudaperf_env.backends.base import Backend, Build, Crash, Job, TimingResult, Worker
 from cudaperf_env.backends.reference import ReferenceOutputs
-from cudaperf_env.backends.sandbox import Crash
-from cudaperf_env.compare import Comparison, compare, unchanged
+from cudaperf_env.judge import ConfigOutcome, judge
+from cudaperf_env.kinds import kind_of
 from cudaperf_env.source import extract_code, screen
 from cudaperf_env.source.screen import Finding
+from cudaperf_env.status import Status
 from cudaperf_env.tasks.inputs import make_inputs
-from cudaperf_env.tasks.schema import Config, Task
+from cudaperf_env.tasks.schema import Task, TimingLabel
+from cudaperf_env.toolchain import tools
 from cudaperf_env.toolchain.cache import scratch_dir
-from cudaperf_env.toolchain.compile_check import DEFAULT_ARCH, KernelResources, compile_check
+from cudaperf_env.toolchain.compile_check import DEFAULT_ARCH, CompileReport, KernelResources, compile_check
 
-STATUSES = ("ok", "format_error", "compile_error", "runtime_error", "timeout", "wrong_answer", "rejected")
-
-
-@dataclass(frozen=True)
-class ConfigOutcome:
-    """The verdict on one configuration.
-
-    Attributes:
-        index: Position among the task's correctness configurations.
-        config: Symbol values.
-        hidden: Not shown to the agent (feedback does not reveal its sizes).
-        status: ``ok``, ``runtime_error``, ``timeout`` or ``wrong_answer``.
-        message: Why it failed.
-        output: The output buffer that mismatched, if any.
-        comparison: Its comparison with the expected values.
-    """
-
-    index: int
-    config: Config
-    hidden: bool
-    status: str
-    message: str = ""
-    output: str = ""
-    comparison: Comparison | None = None
+__all__ = ["STAGES", "ConfigOutcome", "Context", "EvalOptions", "Evaluation", "Evaluator", "speedup_over"]
 
 
 @dataclass(frozen=True)
 class Evaluation:
     """Everything the environment learned about one submission."""
 
-    status: str
+    status: Status
     message: str
     backend: str
+    arch: str = DEFAULT_ARCH
     compiled: bool = False
     correct: bool = False
     code: str | None = None
@@ -98,7 +82,7 @@ class EvalOptions:
     """Limits and switches of the evaluation pipeline.
 
     Attributes:
-        arch: GPU architecture for the nvcc compile check.
+        arch: GPU architecture for the nvcc compile check (and the resources the feedback shows).
         max_code_chars: Largest accepted source.
         compile_timeout_s: Limit for nvcc.
         run_hidden: Also run the task's hidden configurations.
@@ -114,6 +98,166 @@ class EvalOptions:
             raise ValueError("max_code_chars and compile_timeout_s must be positive")
 
 
+@dataclass
+class Context:
+    """The working state of one evaluation, passed from stage to stage.
+
+    ``result`` accumulates what is known so far; :meth:`finish` turns it into the
+    final evaluation. ``pending`` holds work started by one stage and awaited by a
+    later one (compile check, build, expected outputs and analysis overlap).
+    """
+
+    task: Task
+    action: str
+    seed: int
+    backend: Backend
+    options: EvalOptions
+    reference: ReferenceOutputs
+    workdir: Path
+    pool: ThreadPoolExecutor
+    result: Evaluation
+    cancel: threading.Event = field(default_factory=threading.Event)
+    pending: dict[str, Future[Any]] = field(default_factory=dict)
+    jobs: list[Job] = field(default_factory=list)
+    worker: Worker | None = None
+    build: Build | None = None
+    outcomes: list[ConfigOutcome] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def update(self, **changes: Any) -> Context:
+        """Record what a stage learned; returns the context (a stage's "go on")."""
+        self.result = replace(self.result, **changes)
+        return self
+
+    def finish(self, status: Status, message: str, **changes: Any) -> Evaluation:
+        """The final evaluation with ``status`` (a stage's "stop here")."""
+        return replace(self.result, status=status, message=message, seconds=dict(self.seconds), **changes)
+
+
+Stage = Callable[[Context], "Context | Evaluation"]
+
+
+def extract(ctx: Context) -> Context | Evaluation:
+    """Take the code out of the reply (fenced block or bare source), within the size limit."""
+    extraction = extract_code(ctx.action, max_chars=ctx.options.max_code_chars)
+    if extraction.code is None:
+        return ctx.finish(Status.FORMAT_ERROR, extraction.error or "no code found")
+    return ctx.update(code=extraction.code)
+
+
+def screen_source(ctx: Context) -> Context | Evaluation:
+    """Refuse forbidden constructs before any compiler sees the code."""
+    findings = screen(_code(ctx), entry=ctx.task.entry)
+    if findings:
+        return ctx.finish(Status.REJECTED, findings[0].message, findings=tuple(findings))
+    return ctx
+
+
+def launch(ctx: Context) -> Context | Evaluation:
+    """Start the overlapping work: nvcc check, backend build, expected outputs, the worker."""
+    task, code, options = ctx.task, _code(ctx), ctx.options
+    configs = task.correctness_configs if options.run_hidden else task.configs
+    ctx.jobs = [Job(c, make_inputs(task, c, ctx.seed)) for c in configs]
+    (ctx.workdir / "ref").mkdir()
+    ctx.pending["check"] = ctx.pool.submit(compile_check, kind_of(task).harness(task, code), options.arch,
+                                           options.compile_timeout_s, ctx.cancel)  # fmt: skip
+    ctx.pending["build"] = ctx.pool.submit(ctx.backend.build, task, code, ctx.cancel)
+    ctx.pending["expected"] = ctx.pool.submit(ctx.reference.expected, task, ctx.jobs, ctx.seed, ctx.workdir / "ref")
+    ctx.worker = ctx.backend.start_worker(ctx.workdir)
+    return ctx
+
+
+def check_compiles(ctx: Context) -> Context | Evaluation:
+    """nvcc for the target architecture: errors, registers, shared memory; analysis starts on it."""
+    report: CompileReport = ctx.pending["check"].result()
+    ctx.seconds["compile_check"] = report.seconds
+    ctx.update(compile_log=report.log, kernels=report.kernels)
+    if not report.ok:
+        return ctx.finish(Status.COMPILE_ERROR, f"nvcc {'timed out' if report.timed_out else 'failed'}")
+    ctx.pending["structure"] = ctx.pool.submit(analyze, _code(ctx), report)  # overlaps the build and the run
+    return ctx
+
+
+def build(ctx: Context) -> Context | Evaluation:
+    """The backend's own build of the submission."""
+    built: Build = ctx.pending["build"].result()
+    ctx.seconds["build"] = built.seconds
+    ctx.build = built
+    ctx.update(structure=ctx.pending["structure"].result())
+    if built.unsupported:
+        return ctx.finish(Status.REJECTED, built.unsupported[0].message, findings=built.unsupported)
+    if not built.ok:
+        msg = f"nvcc accepts this code but the {ctx.backend.name} backend could not build it"
+        return ctx.finish(Status.COMPILE_ERROR, msg, compile_log=built.log)
+    return ctx
+
+
+def run_and_judge(ctx: Context) -> Context | Evaluation:
+    """Run every configuration in the worker and compare with the expected outputs."""
+    want = ctx.pending["expected"].result()
+    assert ctx.build is not None and ctx.worker is not None
+    started = time.perf_counter()
+    runs = ctx.backend.run(ctx.build, ctx.task, ctx.jobs, ctx.workdir, ctx.worker)
+    ctx.seconds["run"] = time.perf_counter() - started
+    ctx.outcomes = judge(ctx.task, ctx.jobs, runs, want)
+    ctx.update(compiled=True, configs=tuple(ctx.outcomes),
+               stdout=next((r.stdout for r in reversed(runs) if r.stdout), ""))  # fmt: skip
+    failed = next((o for o in ctx.outcomes if o.status != Status.OK), None)
+    if failed is not None:
+        return ctx.finish(failed.status, failed.message)
+    if len(ctx.outcomes) != len(ctx.jobs):
+        return ctx.finish(Status.RUNTIME_ERROR, "the worker stopped before every configuration ran")
+    return ctx
+
+
+def sanitize(ctx: Context) -> Context | Evaluation:
+    """Memory and race checkers on the smallest configuration, where the backend has them."""
+    sanitizer = ctx.backend.capabilities.sanitizer
+    if sanitizer is None or ctx.build is None:
+        return ctx
+    started = time.perf_counter()
+    problem = sanitizer.sanitize(ctx.build, ctx.task, min(ctx.jobs, key=_elements), ctx.workdir)
+    ctx.seconds["sanitizer"] = time.perf_counter() - started
+    return ctx.finish(Status.RUNTIME_ERROR, problem) if problem else ctx
+
+
+def time_against_baseline(ctx: Context) -> Context | Evaluation:
+    """Interleaved timing of the candidate and the task's baseline, where the backend times."""
+    timer = ctx.backend.capabilities.timer
+    if timer is None or ctx.build is None or ctx.worker is None:
+        return ctx
+    started = time.perf_counter()
+    timing = timer.time(ctx.task, ctx.build, ctx.seed, ctx.workdir, ctx.worker)
+    ctx.seconds["timing"] = time.perf_counter() - started
+    if isinstance(timing, Crash):
+        status = Status.TIMEOUT if timing.kind == "timeout" else Status.RUNTIME_ERROR
+        return ctx.finish(status, f"while timing: {timing.message}")
+    ctx.seconds.update({f"timing.{phase}": s for phase, s in timing.phases.items()})
+    ctx.update(**_timing_fields(timing))
+    return ctx.finish(Status.WRONG_ANSWER, timing.mismatch) if timing.mismatch else ctx
+
+
+def against_best_known(ctx: Context) -> Context | Evaluation:
+    """Speedup over the fastest labelled implementation (``cuda_agent``'s third milestone)."""
+    best = best_known_speedup(ctx.task)
+    if math.isfinite(ctx.result.speedup) and math.isfinite(best):
+        ctx.update(speedup_vs_best=ctx.result.speedup / best)
+    return ctx
+
+
+STAGES: tuple[Stage, ...] = (
+    extract,
+    screen_source,
+    launch,
+    check_compiles,
+    build,
+    run_and_judge,
+    sanitize,
+    time_against_baseline,
+    against_best_known,
+)
+
+
 class Evaluator:
     """Evaluates submissions on one backend; holds the expected-output cache.
 
@@ -121,23 +265,26 @@ class Evaluator:
         backend: Where submissions run (``CpuBackend()``, ...).
         options: Pipeline limits.
         reference: Expected-output cache (shared between evaluators if given).
+        stages: The pipeline (default :data:`STAGES`).
     """
 
     def __init__(self, backend: Backend, options: EvalOptions | None = None,
-                 reference: ReferenceOutputs | None = None) -> None:  # fmt: skip
+                 reference: ReferenceOutputs | None = None, stages: Sequence[Stage] = STAGES) -> None:  # fmt: skip
+        tools.check_toolkit(tools.nvcc())  # a mismatched install fails here, clearly, not in every step
         self.backend = backend
         self.options = options or EvalOptions()
         self.reference = reference or ReferenceOutputs()
+        self.stages = tuple(stages)
 
-    def jobs(self, task: Task, seed: int) -> list[Job]:
-        """Fresh inputs for each correctness configuration from ``seed``."""
-        configs = task.correctness_configs if self.options.run_hidden else task.configs
-        return [Job(c, make_inputs(task, c, seed)) for c in configs]
+    @property
+    def measures_time(self) -> bool:
+        """Whether correct submissions get a measured speedup on this backend."""
+        return self.backend.capabilities.timer is not None
 
     def evaluate(self, task: Task, action: str, seed: int = 0) -> Evaluation:
         """Judge one action (raw agent text) for ``task``; never raises on bad input."""
         started = time.perf_counter()
-        result = self._evaluate(task, action, seed)
+        result = self._evaluate(task, action if isinstance(action, str) else "", seed)
         return replace(result, seconds={**result.seconds, "total": time.perf_counter() - started})
 
     def evaluate_many(
@@ -154,85 +301,40 @@ class Evaluator:
             return list(pool.map(lambda action: self.evaluate(task, action, seed), actions))
 
     def _evaluate(self, task: Task, action: str, seed: int) -> Evaluation:
-        name = self.backend.name
-        extraction = extract_code(action if isinstance(action, str) else "", max_chars=self.options.max_code_chars)
-        if extraction.code is None:
-            return Evaluation("format_error", extraction.error or "no code found", name)
-        code = extraction.code
-        findings = screen(code, entry=task.entry)
-        if findings:
-            return Evaluation("rejected", findings[0].message, name, code=code, findings=findings)
         workdir = scratch_dir()
+        pool = ThreadPoolExecutor(max_workers=3)
+        ctx = Context(task, action, seed, self.backend, self.options, self.reference, workdir, pool,
+                      Evaluation(Status.OK, "", self.backend.name, arch=self.options.arch))  # fmt: skip
         try:
-            return self._compile_and_run(task, code, seed, workdir)
+            for stage in self.stages:
+                step = stage(ctx)
+                if isinstance(step, Evaluation):
+                    return step
+            return ctx.finish(Status.OK, f"correct on all {len(ctx.jobs)} configurations", correct=True)
         finally:
+            ctx.cancel.set()  # stops compilers still running after an early return
+            if ctx.worker is not None:
+                ctx.worker.kill()
+            pool.shutdown(wait=True)
             shutil.rmtree(workdir, ignore_errors=True)
 
-    def _compile_and_run(self, task: Task, code: str, seed: int, workdir: Path) -> Evaluation:
-        seconds: dict[str, float] = {}
-        result = Evaluation("", "", self.backend.name, code=code, seconds=seconds)
-        jobs = self.jobs(task, seed)
-        (workdir / "ref").mkdir()
-        cancel = threading.Event()  # set on an early return: stops compilers still running
-        with ThreadPoolExecutor(max_workers=3) as pool:
-            check = pool.submit(compile_check, wrap(task, code, "cuda"), self.options.arch,
-                                self.options.compile_timeout_s, cancel)  # fmt: skip
-            built = pool.submit(self.backend.build, task, code, cancel)
-            expected = pool.submit(self.reference.expected, task, jobs, seed, workdir / "ref")
-            worker = self.backend.start_worker(workdir)
-            try:
-                report = check.result()
-                seconds["compile_check"] = report.seconds
-                result = replace(result, compile_log=report.log, kernels=report.kernels)
-                if not report.ok:
-                    why = "timed out" if report.timed_out else "failed"
-                    return replace(result, status="compile_error", message=f"nvcc {why}")
-                structure = pool.submit(analyze, code, report)  # overlaps the build and the run
-                build = built.result()
-                seconds["build"] = build.seconds
-                result = replace(result, structure=structure.result())
-                if build.unsupported:
-                    findings = build.unsupported
-                    return replace(result, status="rejected", message=findings[0].message, findings=findings)
-                if not build.ok:
-                    msg = f"nvcc accepts this code but the {self.backend.name} backend could not build it"
-                    return replace(result, status="compile_error", message=msg, compile_log=build.log)
-                want = expected.result()
-                t_run = time.perf_counter()
-                runs = self.backend.run(build, task, jobs, workdir, worker)
-                seconds["run"] = time.perf_counter() - t_run
-                outcomes = judge(task, jobs, runs, want)
-                all_ok = len(outcomes) == len(jobs) and all(o.status == "ok" for o in outcomes)
-                sanitize = getattr(self.backend, "sanitize", None)
-                if all_ok and sanitize is not None and getattr(self.backend, "sanitizers", None):
-                    t_sanitize = time.perf_counter()
-                    problem = sanitize(build, task, min(jobs, key=_elements), workdir)
-                    seconds["sanitizer"] = time.perf_counter() - t_sanitize
-                    if problem:
-                        return replace(result, status="runtime_error", message=problem, compiled=True,
-                                       configs=tuple(outcomes))  # fmt: skip
-                if self.backend.measures_time and all_ok:
-                    t_time = time.perf_counter()
-                    timing = self.backend.time(task, build, seed, workdir, worker)
-                    seconds["timing"] = time.perf_counter() - t_time
-                    if isinstance(timing, Timing):
-                        seconds.update({f"timing.{phase}": s for phase, s in timing.phases.items()})
-                    result = _with_timing(result, timing)
-                    if result.status:
-                        return result
-            finally:
-                cancel.set()
-                worker.kill()
-        failed = [o for o in outcomes if o.status != "ok"]
-        return replace(
-            result,
-            status=failed[0].status if failed else "ok",
-            message=failed[0].message if failed else f"correct on all {len(jobs)} configurations",
-            compiled=True,
-            correct=not failed and len(outcomes) == len(jobs),
-            configs=tuple(outcomes),
-            stdout=next((r.stdout for r in reversed(runs) if r.stdout), ""),
-        )
+
+def best_known_speedup(task: Task) -> float:
+    """The fastest labelled implementation's speedup over the baseline (geometric mean, pure); NaN unlabelled."""
+    if not task.baseline:
+        return math.nan
+    base = {_label_key(lab): lab.median_ms for lab in task.implementation(task.baseline).labels}
+    speedups = []
+    for impl in task.implementations:
+        ratios = [base[_label_key(lab)] / lab.median_ms for lab in impl.labels
+                  if _label_key(lab) in base and lab.median_ms > 0]  # fmt: skip
+        if ratios:
+            speedups.append(float(np.exp(np.mean(np.log(ratios)))))
+    return max(speedups, default=math.nan)
+
+
+def _label_key(label: TimingLabel) -> tuple:
+    return label.kind, tuple(sorted(label.config.items()))
 
 
 def speedup_over(reference_ms: Sequence[float], candidate_ms: Sequence[float]) -> float:
@@ -241,64 +343,25 @@ def speedup_over(reference_ms: Sequence[float], candidate_ms: Sequence[float]) -
     return float(np.exp(np.mean(np.log(ratios)))) if ratios else math.nan
 
 
+def _timing_fields(timing: TimingResult) -> dict[str, Any]:
+    e = timing.estimate
+    candidate_ms = [c.candidate_ms for c in timing.per_config]
+    return {
+        "speedup": e.speedup,
+        "speedup_lcb": e.speedup_lcb,
+        "runtime_ms": e.candidate_ms,
+        "baseline_ms": e.baseline_ms,
+        "timing_flags": tuple(timing.flags),
+        "per_config_ms": tuple(candidate_ms),
+        "speedup_vs_c": speedup_over(timing.c_reference_ms, candidate_ms),
+        "device": dict(timing.device),
+    }
+
+
+def _code(ctx: Context) -> str:
+    assert ctx.result.code is not None, "stage after extract"
+    return ctx.result.code
+
+
 def _elements(job: Job) -> int:
     return sum(int(np.asarray(v).size) for v in job.inputs.values())
-
-
-def _with_timing(result: Evaluation, timing: Timing | Crash) -> Evaluation:
-    """Fold a timing outcome into the evaluation; a non-empty status means the step failed there."""
-    if isinstance(timing, Crash):
-        status = "timeout" if timing.kind == "timeout" else "runtime_error"
-        return replace(result, status=status, message=f"while timing: {timing.message}", compiled=True)
-    e = timing.estimate
-    result = replace(
-        result,
-        speedup=e.speedup,
-        speedup_lcb=e.speedup_lcb,
-        runtime_ms=e.candidate_ms,
-        baseline_ms=e.baseline_ms,
-        timing_flags=timing.flags,
-        per_config_ms=tuple(c.candidate_ms for c in timing.per_config),
-        speedup_vs_c=speedup_over(timing.c_reference_ms, [c.candidate_ms for c in timing.per_config]),
-        device=timing.device,
-    )
-    if timing.mismatch:
-        return replace(result, status="wrong_answer", message=timing.mismatch, compiled=True)
-    return result
-
-
-def judge(
-    task: Task, jobs: Sequence[Job], results: Sequence[CallResult], expected: Sequence[Mapping[str, np.ndarray]]
-) -> list[ConfigOutcome]:
-    """Verdicts per configuration from the worker's results and the expected outputs (pure)."""
-    outcomes = []
-    for index, (job, result) in enumerate(zip(jobs, results, strict=False)):  # results stop at a failure
-        status, message, output, comparison = verdict(task, job, result, expected[index])
-        hidden = index >= len(task.configs)
-        outcomes.append(ConfigOutcome(index, job.config, hidden, status, message, output, comparison))
-    return outcomes
-
-
-def verdict(
-    task: Task, job: Job, result: CallResult, want: Mapping[str, np.ndarray]
-) -> tuple[str, str, str, Comparison | None]:
-    """``(status, message, buffer, comparison)`` for one configuration's run."""
-    if result.status != "ok":
-        return result.status, result.message, "", None
-    if result.overruns:
-        names = ", ".join(f"`{n}`" for n in result.overruns)
-        message = f"wrote past the end of {names} (out-of-bounds write; check your bounds guards)"
-        return "runtime_error", message, "", None
-    for arg in task.args:
-        if arg.role == "in" and not unchanged(job.inputs[arg.name], result.buffers[arg.name]):
-            return "wrong_answer", f"modified the input `{arg.name}`, which must stay unchanged", arg.name, None
-    for arg in task.args:
-        if arg.role in ("out", "inout"):
-            comparison = compare(result.buffers[arg.name], want[arg.name], task.tolerance(arg.dtype))
-            if not comparison.ok:
-                message = (
-                    f"`{arg.name}` differs from the expected output in "
-                    f"{comparison.mismatches} of {comparison.total} elements"
-                )
-                return "wrong_answer", message, arg.name, comparison
-    return "ok", "", "", None

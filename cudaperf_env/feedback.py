@@ -5,38 +5,41 @@ from __future__ import annotations
 import math
 
 from cudaperf_env.evaluate import ConfigOutcome, Evaluation
+from cudaperf_env.kinds import kind_of
+from cudaperf_env.status import Status
 from cudaperf_env.tasks.schema import Task
 from cudaperf_env.text import sanitize, truncate
 
 MAX_LOG_LINES = 30
+_VERBS = {Status.TIMEOUT: "Timed out", Status.RUNTIME_ERROR: "Runtime error", Status.WRONG_ANSWER: "Wrong answer"}
 
 
 def feedback(task: Task, evaluation: Evaluation) -> str:
     """A concise, actionable report of what happened to the submission."""
     e = evaluation
-    if e.status == "format_error":
+    if e.status == Status.FORMAT_ERROR:
         body = (
             f"Format error: {e.message}.\nReply with the complete CUDA source in one ```cuda fenced block "
             f'that defines extern "C" {task.signature}.'
         )
-    elif e.status == "rejected":
-        lines = "\n".join(f"  line {f.line}: {f.message}" for f in e.findings[:10])
+    elif e.status == Status.REJECTED:
+        lines = "\n".join(f"  {_at(f.line)}{f.message}" for f in e.findings[:10])
         body = f"Rejected before compiling:\n{lines}"
-    elif e.status == "compile_error":
+    elif e.status == Status.COMPILE_ERROR:
         body = f"Compilation failed: {e.message}.\n{truncate(e.compile_log, 4000, MAX_LOG_LINES)}"
-    elif e.status == "ok":
-        body = _success(e)
+    elif e.status == Status.OK:
+        body = _success(task, e)
     else:
         body = _failure(e)
-    if e.structure is not None and e.structure.hints and e.status not in ("format_error", "compile_error"):
+    if e.structure is not None and e.structure.hints and e.status not in (Status.FORMAT_ERROR, Status.COMPILE_ERROR):
         hints = "\n".join(f"  - {h}" for h in e.structure.hints[:5])
         body += f"\nStructure (score {e.structure.score:.2f}):\n{hints}"
-    if e.stdout and e.status != "format_error":
+    if e.stdout and e.status != Status.FORMAT_ERROR:
         body += f"\nYour program printed:\n{truncate(e.stdout, 1000, 15)}"
     return sanitize(f"[{e.status}] {body}")
 
 
-def _success(e: Evaluation) -> str:
+def _success(task: Task, e: Evaluation) -> str:
     parts = [f"Correct on all {len(e.configs)} configurations ({e.backend} backend)."]
     if math.isfinite(e.speedup):
         parts.append(
@@ -44,7 +47,7 @@ def _success(e: Evaluation) -> str:
             f"(95% lower bound {e.speedup_lcb:.2f}x) on {e.device.get('name', 'the GPU')}."
         )
         if math.isfinite(e.speedup_vs_c):
-            parts.append(f"That is {e.speedup_vs_c:.1f}x faster than the serial C reference on the CPU.")
+            parts.append(f"That is {e.speedup_vs_c:.1f}x faster than {kind_of(task).reference_noun} on the CPU.")
         if e.timing_flags:
             parts.append(f"Speedup not credited: {'; '.join(e.timing_flags)}.")
     else:
@@ -54,11 +57,11 @@ def _success(e: Evaluation) -> str:
 
 
 def _failure(e: Evaluation) -> str:
-    failed = next((o for o in e.configs if o.status != "ok"), None)
+    failed = next((o for o in e.configs if o.status != Status.OK), None)
     if failed is None:
         return e.message
     where = _where(failed)
-    verb = {"timeout": "Timed out", "runtime_error": "Runtime error", "wrong_answer": "Wrong answer"}[failed.status]
+    verb = _VERBS.get(failed.status, "Failed")
     text = f"{verb} on {where}: {failed.message}."
     c = failed.comparison
     if c is not None:
@@ -70,7 +73,7 @@ def _failure(e: Evaluation) -> str:
                 f"\n  {c.nans} elements are NaN: output buffers arrive filled with NaN, so every element "
                 "must be written (clear accumulators first)"
             )
-    passed = sum(o.status == "ok" for o in e.configs)
+    passed = sum(o.status == Status.OK for o in e.configs)
     if passed:
         text += f"\n{passed} configuration(s) before it passed."
     return text
@@ -90,4 +93,8 @@ def _resources(e: Evaluation) -> list[str]:
         lines.append(
             f"  kernel {truncate(k.name, 80)}: {k.registers} registers, {k.shared_bytes} B static shared memory{spills}"
         )
-    return ["Compiled resources (sm_90):", *lines] if lines else []
+    return [f"Compiled resources ({e.arch}):", *lines] if lines else []
+
+
+def _at(line: int) -> str:
+    return f"line {line}: " if line > 0 else ""  # whole-program findings have no line

@@ -5,32 +5,46 @@ Every term lands in the step's ``info`` as ``reward/<name>``; the total is their
 
 - ``cudaperf`` (default), the composite::
 
-      format  = format_penalty               if no usable code (format_error, rejected)
-      compile = compile_weight               if it compiled
-      correct = correct_weight               if correct on every configuration
-      speedup = speedup_weight * log2(clip(speedup))   correct and timed only (deadband for noise)
-      structure   = structure_weight * structural_score   compiled only
-      ranker      = ranker_weight * clip(ranker_score, 0, 1)   compiled only
-      improvement = improvement_weight * clip(score - previous_score, +-improvement_clip)
+      format    = format_penalty                    no usable code (format_error, rejected)
+      compile   = compile_weight                    it compiled
+      correct   = correct_weight                    correct on every configuration
+      speedup   = speedup_term(speedup)             correct and timed only (see below)
+      structure = structure_weight * structural_score   correct only
+      ranker    = ranker_weight * clip(ranker_score, 0, 1)   correct only
 
-  Defaults: -0.5, 0.1, 1.0, 1.0, 0.5, 0.25, 0.5. The shaping terms are kept below
-  correctness (``structure_weight + ranker_weight < correct_weight`` is enforced): a
-  wrong kernel never outscores a correct one through structure alone. ``score`` is
-  the total without ``improvement`` (:attr:`Reward.score`); pass the previous
-  turn's ``score`` as ``previous_score`` to credit improvement over it.
+  Defaults: -0.5, 0.1, 1.0, (1.0 up, 0.5 down), 0.5, 0.25. ``speedup_term`` is
+  ``speedup_weight * log2(s)`` for a faster kernel (clipped at ``speedup_clip``) and
+  ``slowdown_penalty * log2(s) / log2(speedup_clip)`` for a slower one (so it never
+  falls below ``-slowdown_penalty``), 0 within the noise deadband. Structure and ranker
+  are paid to correct code only, so no wrong kernel can farm them.
 - ``cuda_agent``: CUDA Agent's milestones, one term ``milestone``: -1 wrong or not
   compiled, 1 correct, 2 correct and more than ``milestone_margin`` (5%) faster than
-  the baseline, 3 faster by that margin than both the baseline and the best
-  reference. C-to-CUDA tasks have no torch.compile: the task's baseline plays
-  "eager" (``speedup``) and ``speedup_vs_best`` (speedup over the fastest known
-  implementation) plays torch.compile; while that is NaN, 3 is unreachable.
+  the baseline, 3 faster by that margin than both the baseline and the best known
+  implementation (``speedup_vs_best``: C-to-CUDA tasks have no torch.compile, so the
+  task's baseline plays "eager" and its fastest labelled implementation plays
+  torch.compile; where no labels exist, 3 is unreachable).
 - ``kevin``: Kevin's ``0.3 * correct + speedup`` (raw ratio, correct and timed only;
-  0 for a reply with no code). :func:`discounted_returns` gives its multi-turn credit.
-- ``speedup_only``: the log2 speedup term of a correct submission, else 0.
+  0 for a reply with no code). Use ``shaping="none"`` and :func:`discounted_returns`
+  over the turns' scores for Kevin's multi-turn credit.
+- ``speedup_only``: the speedup term of a correct submission, 0 where it was not
+  timed, ``-(slowdown_penalty + compile_weight)`` for any failure (below every correct one).
 
-A shaping term whose input was not measured (NaN: no structural analysis, no
-ranker, no previous turn) is left out of ``terms`` rather than reported as 0,
-so logs tell "not measured" from "measured as 0".
+Two invariants hold for every preset, and are property-tested
+(``tests/cudaperf_env/test_reward.py``) because a policy finds every way around them:
+
+1. **Turns cannot be farmed.** With ``shaping="potential"`` (default) a turn's reward
+   is its score minus the previous turn's score (term ``previous``), so an episode's
+   return is its last turn's score: a failed detour taken before reaching an outcome
+   never raises the return, and failing after a correct turn always lowers it. (A
+   failure that follows a worse failure, say a compile error after a reply with no
+   code, is an improvement and is paid as one.)
+2. **No wrong submission out-earns a correct one** on the same task and turn, whatever
+   its structure: wrong code earns at most ``compile_weight``, correct code at least
+   ``compile_weight + correct_weight - slowdown_penalty`` (validated to be more).
+
+A term whose input was not measured (NaN: no structural analysis, no ranker, no
+previous turn) is left out of ``terms`` rather than reported as 0, so logs tell "not
+measured" from "measured as 0".
 """
 
 from __future__ import annotations
@@ -40,7 +54,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
-NO_CODE = ("format_error", "rejected")
+from cudaperf_env.status import STATUSES, Status
+
+SHAPINGS = ("potential", "none")
 
 
 @dataclass(frozen=True)
@@ -48,7 +64,7 @@ class Outcome:
     """What the reward looks at.
 
     Attributes:
-        status: The evaluation status (``ok``, ``compile_error``, ...).
+        status: The evaluation status (a :class:`~cudaperf_env.status.Status` value).
         compiled: nvcc accepted the code (and the backend built it).
         correct: Every configuration matched the reference.
         speedup: Baseline time / candidate time; NaN where not measured (CPU backend).
@@ -72,6 +88,13 @@ class Outcome:
         s = self.structural_score
         if not (math.isnan(s) or 0.0 <= s <= 1.0):
             raise ValueError(f"structural_score must be in [0, 1] or NaN, got {s}")
+        if self.status not in STATUSES:
+            raise ValueError(f"unknown status {self.status!r}; expected one of {', '.join(STATUSES)}")
+
+    @property
+    def has_code(self) -> bool:
+        """The reply carried code that got past the screen."""
+        return Status(self.status).has_code
 
 
 @dataclass(frozen=True)
@@ -80,53 +103,58 @@ class RewardConfig:
 
     Attributes:
         preset: The scheme: one of :data:`PRESETS` (``cudaperf``, ``cuda_agent``, ``kevin``, ``speedup_only``).
+        shaping: Multi-turn credit: ``potential`` (a turn earns its score minus the previous
+            turn's, so an episode returns its last score) or ``none`` (every turn earns its score).
         format_penalty: Added (negative) when no usable code came in or it was rejected.
         compile_weight: For code that compiles.
         correct_weight: For code that is correct on every configuration.
-        speedup_weight: Times the log2 speedup term (correct code with a measured speedup only).
-        speedup_clip: Speedups are clipped to ``[1/x, x]`` before the log.
+        speedup_weight: Times log2 of a speedup above 1 (correct, timed code only).
+        slowdown_penalty: The most a slower-than-baseline correct kernel loses (at ``1/speedup_clip``);
+            kept below ``correct_weight`` so a slow correct kernel still beats every wrong one.
+        speedup_clip: Speedups are clipped to ``[1/x, x]``.
         speedup_deadband: Speedups within ``1 +- deadband`` count as 1 (timing noise).
-        structure_weight: Times the structural score (compiled code only).
-        ranker_weight: Times the ranker score (compiled code only).
-        improvement_weight: Times the change of score since the previous turn.
-        improvement_clip: The change is clipped to ``[-x, x]``.
+        structure_weight: Times the structural score (correct code only).
+        ranker_weight: Times the ranker score (correct code only).
         milestone_margin: ``cuda_agent``: how much faster counts as faster (0.05: 5%).
         kevin_correct_weight: ``kevin``: the reward for correctness.
     """
 
     preset: str = "cudaperf"
+    shaping: str = "potential"
     format_penalty: float = -0.5
     compile_weight: float = 0.1
     correct_weight: float = 1.0
     speedup_weight: float = 1.0
+    slowdown_penalty: float = 0.5
     speedup_clip: float = 8.0
     speedup_deadband: float = 0.03
     structure_weight: float = 0.5
     ranker_weight: float = 0.25
-    improvement_weight: float = 0.5
-    improvement_clip: float = 2.0
     milestone_margin: float = 0.05
     kevin_correct_weight: float = 0.3
 
     def __post_init__(self) -> None:
         if self.preset not in PRESETS:
             raise ValueError(f"unknown reward preset {self.preset!r}; expected one of {', '.join(PRESETS)}")
+        if self.shaping not in SHAPINGS:
+            raise ValueError(f"unknown shaping {self.shaping!r}; expected one of {', '.join(SHAPINGS)}")
         if self.format_penalty > 0:
             raise ValueError(f"format_penalty must be <= 0, got {self.format_penalty}")
-        if self.speedup_clip < 1 or not 0 <= self.speedup_deadband < 1:
-            raise ValueError("speedup_clip must be >= 1 and speedup_deadband in [0, 1)")
-        shaping = {"structure_weight": self.structure_weight, "ranker_weight": self.ranker_weight,
-                   "improvement_weight": self.improvement_weight}
-        for name, weight in shaping.items():
+        if self.speedup_clip <= 1 or not 0 <= self.speedup_deadband < 1:
+            raise ValueError("speedup_clip must be > 1 and speedup_deadband in [0, 1)")
+        weights = {"compile_weight": self.compile_weight, "speedup_weight": self.speedup_weight,
+                   "slowdown_penalty": self.slowdown_penalty, "structure_weight": self.structure_weight,
+                   "ranker_weight": self.ranker_weight}  # fmt: skip
+        for name, weight in weights.items():
             if weight < 0:
                 raise ValueError(f"{name} must be >= 0, got {weight}")
-        if self.structure_weight + self.ranker_weight >= self.correct_weight > 0:
+        if self.slowdown_penalty >= self.correct_weight:
             raise ValueError(
-                f"structure_weight + ranker_weight ({self.structure_weight + self.ranker_weight}) must stay below "
-                f"correct_weight ({self.correct_weight}), or a wrong kernel could outscore a correct one"
+                f"slowdown_penalty ({self.slowdown_penalty}) must stay below correct_weight "
+                f"({self.correct_weight}), or a slow correct kernel could earn less than a wrong one"
             )
-        if self.improvement_clip <= 0 or self.milestone_margin < 0:
-            raise ValueError("improvement_clip must be > 0 and milestone_margin >= 0")
+        if self.milestone_margin < 0:
+            raise ValueError("milestone_margin must be >= 0")
 
 
 @dataclass(frozen=True)
@@ -138,17 +166,28 @@ class Reward:
 
     @property
     def score(self) -> float:
-        """The total without the ``improvement`` term: the next turn's ``previous_score``."""
-        return self.total - self.terms.get("improvement", 0.0)
+        """The level this turn reached: the total without the ``previous`` term (the next turn's baseline)."""
+        return self.total - self.terms.get("previous", 0.0)
 
 
-def speedup_term(speedup: float, clip: float = 8.0, deadband: float = 0.03) -> float:
-    """log2 of the clipped speedup; 0 within the noise deadband or when unmeasured (NaN)."""
-    if not math.isfinite(speedup) or speedup <= 0:
+def speedup_term(
+    speedup: float, clip: float = 8.0, deadband: float = 0.03, weight: float = 1.0, slowdown_penalty: float = 0.5
+) -> float:
+    """Credit for a measured speedup: ``weight * log2(s)`` above 1, at most ``-slowdown_penalty`` below.
+
+    Speedups are clipped to ``[1/clip, clip]``; within ``1 +- deadband`` (timing noise) and
+    when unmeasured (NaN) the term is 0.
+    """
+    if not math.isfinite(speedup) or speedup <= 0 or abs(speedup - 1.0) <= deadband:
         return 0.0
-    if abs(speedup - 1.0) <= deadband:
-        return 0.0
-    return math.log2(min(max(speedup, 1.0 / clip), clip))
+    octaves = math.log2(min(max(speedup, 1.0 / clip), clip))
+    return weight * octaves if octaves > 0 else slowdown_penalty * octaves / math.log2(clip)
+
+
+def _speedup(outcome: Outcome, config: RewardConfig) -> float:
+    return speedup_term(
+        outcome.speedup, config.speedup_clip, config.speedup_deadband, config.speedup_weight, config.slowdown_penalty
+    )
 
 
 def _measured(value: float) -> bool:
@@ -157,26 +196,17 @@ def _measured(value: float) -> bool:
 
 def cudaperf_reward(outcome: Outcome, config: RewardConfig) -> Reward:
     """The default composite (see the module docstring)."""
-    no_code = outcome.status in NO_CODE
+    correct = outcome.correct
     terms = {
-        "format": config.format_penalty if no_code else 0.0,
+        "format": 0.0 if outcome.has_code else config.format_penalty,
         "compile": config.compile_weight if outcome.compiled else 0.0,
-        "correct": config.correct_weight if outcome.correct else 0.0,
-        "speedup": (
-            config.speedup_weight * speedup_term(outcome.speedup, config.speedup_clip, config.speedup_deadband)
-            if outcome.correct
-            else 0.0
-        ),
+        "correct": config.correct_weight if correct else 0.0,
+        "speedup": _speedup(outcome, config) if correct else 0.0,
     }
     if _measured(outcome.structural_score):
-        terms["structure"] = config.structure_weight * outcome.structural_score if outcome.compiled else 0.0
+        terms["structure"] = config.structure_weight * outcome.structural_score if correct else 0.0
     if _measured(outcome.ranker_score):
-        ranked = min(1.0, max(0.0, outcome.ranker_score))
-        terms["ranker"] = config.ranker_weight * ranked if outcome.compiled else 0.0
-    if _measured(outcome.previous_score):
-        change = sum(terms.values()) - outcome.previous_score
-        clipped = min(config.improvement_clip, max(-config.improvement_clip, change))
-        terms["improvement"] = config.improvement_weight * clipped
+        terms["ranker"] = config.ranker_weight * min(1.0, max(0.0, outcome.ranker_score)) if correct else 0.0
     return Reward(sum(terms.values()), terms)
 
 
@@ -195,15 +225,15 @@ def cuda_agent_reward(outcome: Outcome, config: RewardConfig) -> Reward:
 
 def kevin_reward(outcome: Outcome, config: RewardConfig) -> Reward:
     """Kevin's ``0.3 * correct + speedup``: the raw speedup of a correct, timed kernel; 0 for no code."""
-    correct = outcome.correct and outcome.status not in NO_CODE
+    correct = outcome.correct and outcome.has_code
     speedup = outcome.speedup if correct and _measured(outcome.speedup) and outcome.speedup > 0 else 0.0
     terms = {"correct": config.kevin_correct_weight if correct else 0.0, "speedup": speedup}
     return Reward(sum(terms.values()), terms)
 
 
 def speedup_only_reward(outcome: Outcome, config: RewardConfig) -> Reward:
-    """The log2 speedup term of a correct submission; 0 otherwise."""
-    term = speedup_term(outcome.speedup, config.speedup_clip, config.speedup_deadband) if outcome.correct else 0.0
+    """The speedup term of a correct submission; any failure earns less than the slowest correct one."""
+    term = _speedup(outcome, config) if outcome.correct else -(config.slowdown_penalty + config.compile_weight)
     return Reward(term, {"speedup": term})
 
 
@@ -217,17 +247,21 @@ PRESETS: Mapping[str, Callable[[Outcome, RewardConfig], Reward]] = MappingProxyT
 
 # Every term a preset can report, so logs and vector envs see the same keys every step.
 PRESET_TERMS: Mapping[str, tuple[str, ...]] = MappingProxyType({
-    "cudaperf": ("format", "compile", "correct", "speedup", "structure", "ranker", "improvement"),
-    "cuda_agent": ("milestone",),
-    "kevin": ("correct", "speedup"),
-    "speedup_only": ("speedup",),
+    "cudaperf": ("format", "compile", "correct", "speedup", "structure", "ranker", "previous"),
+    "cuda_agent": ("milestone", "previous"),
+    "kevin": ("correct", "speedup", "previous"),
+    "speedup_only": ("speedup", "previous"),
 })
 
 
 def compute_reward(outcome: Outcome, config: RewardConfig | None = None) -> Reward:
-    """The reward for one submission under ``config.preset`` (default: the ``cudaperf`` composite)."""
+    """The reward for one turn under ``config.preset``, shaped over turns by ``config.shaping``."""
     config = config or RewardConfig()
-    return PRESETS[config.preset](outcome, config)
+    level = PRESETS[config.preset](outcome, config)
+    if config.shaping == "none" or not _measured(outcome.previous_score):
+        return level
+    terms = {**level.terms, "previous": -outcome.previous_score}
+    return Reward(sum(terms.values()), terms)
 
 
 def discounted_returns(scores: Sequence[float], gamma: float = 0.4) -> list[float]:

@@ -16,10 +16,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cudaperf_env.evaluate import Evaluation, Evaluator
+from cudaperf_env.backends import make_backend
+from cudaperf_env.backends.base import Backend
+from cudaperf_env.evaluate import EvalOptions, Evaluation, Evaluator
 from cudaperf_env.feedback import feedback
 from cudaperf_env.reward import PRESET_TERMS, Outcome, Reward, RewardConfig, compute_reward
 from cudaperf_env.tasks.schema import Task
+
+__all__ = ["EvalOptions", "Grader", "RewardConfig", "Turn", "grade", "grade_many", "outcome_of", "turn_of"]
 
 
 @dataclass(frozen=True)
@@ -98,6 +102,47 @@ class Turn:
             structure = e.structure.as_dict()
             record.update(features=structure["features"], hints=structure["hints"])
         return record
+
+
+@dataclass(frozen=True)
+class Grader:
+    """An evaluator and a reward configuration: what every caller needs to grade replies.
+
+    Attributes:
+        evaluator: Runs the pipeline on its backend.
+        reward: Preset and weights.
+    """
+
+    evaluator: Evaluator
+    reward: RewardConfig = RewardConfig()
+
+    @classmethod
+    def on(
+        cls, backend: str | Backend = "auto", options: EvalOptions | None = None, reward: RewardConfig | None = None
+    ) -> Grader:
+        """A grader on ``backend`` (``cpu``, ``cuda``, ``auto`` or a backend object)."""
+        chosen = make_backend(backend) if isinstance(backend, str) else backend
+        return cls(Evaluator(chosen, options), reward or RewardConfig())
+
+    @property
+    def backend_name(self) -> str:
+        """``cpu`` or ``cuda``."""
+        return self.evaluator.backend.name
+
+    @property
+    def measures_time(self) -> bool:
+        """Whether correct replies get a measured speedup."""
+        return self.evaluator.measures_time
+
+    def grade(self, task: Task, reply: str, previous: Turn | None = None, seed: int = 0) -> Turn:
+        """:func:`grade` with this grader's evaluator and reward."""
+        return grade(task, reply, previous, evaluator=self.evaluator, reward=self.reward, seed=seed)
+
+    def grade_many(
+        self, task: Task, replies: Sequence[str], previous: Sequence[Turn | None] | None = None, seed: int = 0
+    ) -> list[Turn]:
+        """:func:`grade_many` with this grader's evaluator and reward."""
+        return grade_many(task, replies, previous, evaluator=self.evaluator, reward=self.reward, seed=seed)
 
 
 def grade(

@@ -7,7 +7,13 @@ from __future__ import annotations
 
 from gymnasium.envs.registration import register, registry
 
-ENV_IDS = ("CudaPerf-C2CUDA-v0",)
+ENV_IDS = ("CudaPerf-C2CUDA-v1", "CudaPerf-C2CUDA-v0")
+
+# id -> keyword arguments; each id's behaviour is in CudaPerfEnv's Version History.
+_SPECS: dict[str, dict[str, object]] = {
+    "CudaPerf-C2CUDA-v1": {"kind": "c2cuda"},  # refines to max_turns where timing exists
+    "CudaPerf-C2CUDA-v0": {"kind": "c2cuda", "stop_on_correct": True},  # ends at the first correct reply
+}
 
 
 def register_envs() -> None:
@@ -16,10 +22,11 @@ def register_envs() -> None:
     No ``max_episode_steps``: the env truncates at its own ``max_turns``, so the
     two can never disagree.
     """
-    if "CudaPerf-C2CUDA-v0" not in registry:
-        register(
-            id="CudaPerf-C2CUDA-v0",
-            entry_point="cudaperf_env.env:CudaPerfEnv",
-            kwargs={"kind": "c2cuda"},
-            nondeterministic=True,  # fresh inputs per turn; GPU timing is noisy
-        )
+    for env_id in ENV_IDS:
+        if env_id not in registry:
+            register(
+                id=env_id,
+                entry_point="cudaperf_env.env:CudaPerfEnv",
+                kwargs=dict(_SPECS[env_id]),
+                nondeterministic=True,  # fresh inputs per turn; GPU timing is noisy
+            )

@@ -5,24 +5,21 @@ completions in, one float per completion out (TRL's ``reward_funcs`` signature).
 Run: ``python examples/grpo_group_reward.py``.
 """
 
-from cudaperf_env.backends import make_backend
-from cudaperf_env.env import outcome_of
-from cudaperf_env.evaluate import Evaluator
-from cudaperf_env.reward import compute_reward
 from cudaperf_env.tasks import load_tasks
+from cudaperf_env.turn import Grader
 
 TASKS = load_tasks()
-EVALUATOR = Evaluator(make_backend("auto"))
+GRADER = Grader.on("auto")
 
 
 def cuda_reward(prompts: list[str], completions: list[str], task_id: list[str], **_: object) -> list[float]:
     """One reward per completion; ``task_id`` is a dataset column (one per completion)."""
     rewards = [0.0] * len(completions)
-    for tid in dict.fromkeys(task_id):  # judge each task's group together
+    for tid in dict.fromkeys(task_id):  # grade each task's group together
         members = [i for i, t in enumerate(task_id) if t == tid]
-        group = EVALUATOR.evaluate_many(TASKS[tid], [completions[i] for i in members], seed=0)
-        for i, evaluation in zip(members, group, strict=True):
-            rewards[i] = compute_reward(outcome_of(evaluation)).total
+        turns = GRADER.grade_many(TASKS[tid], [completions[i] for i in members], seed=0)
+        for i, turn in zip(members, turns, strict=True):
+            rewards[i] = turn.reward.total
     return rewards
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import shutil
 
@@ -33,7 +34,7 @@ def make_backend(name: str = "auto", **options: object) -> Backend:
     if name == "auto":
         name = "cuda" if gpu_available() else "cpu"
         if name == "cpu":
-            _log.warning("cudaperf: no usable GPU; using the cpu backend (correctness only, no timing)")
+            _notice_cpu_fallback()
     if name == "cuda":
         if not gpu_available():
             raise BackendUnavailableError(
@@ -42,6 +43,12 @@ def make_backend(name: str = "auto", **options: object) -> Backend:
             )
         return CudaBackend(**options)  # type: ignore[arg-type]  # options are CudaBackend fields
     return CpuBackend(**options)  # type: ignore[arg-type]  # options are CpuBackend fields
+
+
+@functools.cache
+def _notice_cpu_fallback() -> None:
+    """Said once per process, not on every ``gym.make`` (vector envs make many)."""
+    _log.warning("cudaperf: no usable GPU; using the cpu backend (correctness only, no timing)")
 
 
 def _nvidia_smi_ok() -> bool:

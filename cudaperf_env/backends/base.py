@@ -1,18 +1,22 @@
-"""What every execution backend provides: build a submission, run it on jobs."""
+"""The backend seam: shared value types, the protocol every backend implements, optional capabilities.
+
+The evaluator (``cudaperf_env/evaluate.py``) imports this module and nothing else from
+``backends/``: it asks a backend for its :class:`Capabilities` (timing, sanitizers)
+rather than testing concrete types, so a new backend plugs in without touching it.
+"""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from cudaperf_env.backends.cuda.timing import Timing
-from cudaperf_env.backends.execute import CallResult, Job
-from cudaperf_env.backends.sandbox import Crash, WorkerProcess
+import numpy as np
+
 from cudaperf_env.source.screen import Finding
-from cudaperf_env.tasks.schema import Task
+from cudaperf_env.tasks.schema import Config, Task
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,122 @@ class Build:
     cached: bool = False
 
 
+@dataclass(frozen=True)
+class Job:
+    """One configuration to run and the input values to run it on."""
+
+    config: Config
+    inputs: Mapping[str, np.ndarray]
+
+
+@dataclass(frozen=True)
+class CallResult:
+    """One configuration's run.
+
+    Attributes:
+        status: ``ok``, ``runtime_error`` or ``timeout``.
+        message: Why it failed ("" when ok).
+        crash_kind: For crashes, the runtime's fatal kind (``deadlock``, ...) or ``signal``.
+        buffers: Every buffer's contents after the call, by argument name.
+        overruns: Buffers whose bytes past the end were written.
+        seconds: Wall time of the call inside the worker.
+        stdout: What the code printed.
+    """
+
+    status: str
+    message: str = ""
+    crash_kind: str = ""
+    buffers: Mapping[str, np.ndarray] = field(default_factory=dict)
+    overruns: tuple[str, ...] = ()
+    seconds: float = 0.0
+    stdout: str = ""
+
+
+@dataclass(frozen=True)
+class Crash:
+    """How a worker ended when it did not answer.
+
+    Attributes:
+        kind: ``timeout``, a fatal kind from the runtime (``deadlock``,
+            ``illegal_address``, ...), ``signal``, ``exit`` or ``protocol``.
+        message: One-paragraph explanation for the agent.
+        stderr: Tail of the worker's standard error.
+    """
+
+    kind: str
+    message: str
+    stderr: str = ""
+
+
+class Worker(Protocol):
+    """A started worker process, as the evaluator sees it: something to kill at the end."""
+
+    def kill(self) -> None:
+        """Kill the worker and everything it started."""
+        ...
+
+
+class SpeedEstimate(Protocol):
+    """Medians and a speedup with its lower confidence bound."""
+
+    @property
+    def candidate_ms(self) -> float: ...
+    @property
+    def baseline_ms(self) -> float: ...
+    @property
+    def speedup(self) -> float: ...
+    @property
+    def speedup_lcb(self) -> float: ...
+
+
+class TimingResult(Protocol):
+    """A backend's speed verdict on a correct submission (what the evaluator reads of it)."""
+
+    @property
+    def estimate(self) -> SpeedEstimate: ...
+    @property
+    def flags(self) -> tuple[str, ...]: ...
+    @property
+    def mismatch(self) -> str: ...
+    @property
+    def device(self) -> Mapping[str, object]: ...
+    @property
+    def per_config(self) -> Sequence[SpeedEstimate]: ...
+    @property
+    def phases(self) -> Mapping[str, float]: ...
+    @property
+    def c_reference_ms(self) -> Sequence[float]: ...
+
+
+class Timer(Protocol):
+    """Capability: times a correct candidate against the task's baseline."""
+
+    def time(self, task: Task, candidate: Build, seed: int, workdir: Path, worker: Worker) -> TimingResult | Crash:
+        """The timing verdict, or the crash that ended it."""
+        ...
+
+
+class Sanitizer(Protocol):
+    """Capability: runs a correct build under memory/race checkers."""
+
+    def sanitize(self, build: Build, task: Task, job: Job, workdir: Path) -> str:
+        """The first finding, or "" when clean."""
+        ...
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can do beyond building and running.
+
+    Attributes:
+        timer: Times submissions (None: speed is not measured, as on the CPU backend).
+        sanitizer: Runs sanitizers on correct submissions (None: not available or not enabled).
+    """
+
+    timer: Timer | None = None
+    sanitizer: Sanitizer | None = None
+
+
 class Backend(Protocol):
     """An execution backend (``cpu`` or ``cuda``); the environment never knows which."""
 
@@ -45,24 +165,18 @@ class Backend(Protocol):
         ...
 
     @property
-    def measures_time(self) -> bool:
-        """Whether runs are timed (speedup is NaN otherwise)."""
+    def capabilities(self) -> Capabilities:
+        """The optional capabilities this backend has."""
         ...
 
     def build(self, task: Task, code: str, cancel: threading.Event | None = None) -> Build:
         """Turn submission source into something :meth:`run` can execute (``cancel`` stops it early)."""
         ...
 
-    def start_worker(self, workdir: Path) -> WorkerProcess:
+    def start_worker(self, workdir: Path) -> Worker:
         """Start (pre-warm) the worker that :meth:`run` will use."""
         ...
 
-    def run(
-        self, build: Build, task: Task, jobs: Sequence[Job], workdir: Path, worker: WorkerProcess | None = None
-    ) -> list[CallResult]:
-        """Run the build on each job in one worker; stop at the first failure."""
-        ...
-
-    def time(self, task: Task, candidate: Build, seed: int, workdir: Path, worker: WorkerProcess) -> Timing | Crash:
-        """Time a correct candidate against the task's baseline (only if ``measures_time``)."""
+    def run(self, build: Build, task: Task, jobs: Sequence[Job], workdir: Path, worker: Worker) -> list[CallResult]:
+        """Run the build on each job in ``worker``; stop at the first failure."""
         ...

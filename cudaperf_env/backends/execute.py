@@ -4,46 +4,13 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
-
+from cudaperf_env.backends.base import CallResult, Crash, Job
 from cudaperf_env.backends.buffers import BufferFile
-from cudaperf_env.backends.sandbox import FATAL_KINDS, Crash, WorkerProcess
-from cudaperf_env.tasks.schema import Config, Task
-
-
-@dataclass(frozen=True)
-class CallResult:
-    """One configuration's run.
-
-    Attributes:
-        status: ``ok``, ``runtime_error`` or ``timeout``.
-        message: Why it failed ("" when ok).
-        crash_kind: For crashes, the runtime's fatal kind (``deadlock``, ...) or ``signal``.
-        buffers: Every buffer's contents after the call, by argument name.
-        overruns: Buffers whose bytes past the end were written.
-        seconds: Wall time of the call inside the worker.
-        stdout: What the code printed.
-    """
-
-    status: str
-    message: str = ""
-    crash_kind: str = ""
-    buffers: Mapping[str, np.ndarray] = field(default_factory=dict)
-    overruns: tuple[str, ...] = ()
-    seconds: float = 0.0
-    stdout: str = ""
-
-
-@dataclass(frozen=True)
-class Job:
-    """One configuration to run and the input values to run it on."""
-
-    config: Config
-    inputs: Mapping[str, np.ndarray]
+from cudaperf_env.backends.sandbox import FATAL_KINDS, WorkerProcess
+from cudaperf_env.tasks.schema import Task
 
 
 def run_jobs(

@@ -42,13 +42,16 @@ class ReferenceOutputs:
 
     def _expected(self, task: Task, jobs: Sequence[Job], seed: int, workdir: Path) -> list[dict[str, np.ndarray]]:
         keys = [(task.id, task.reference_source, tuple(sorted(j.config.items())), seed) for j in jobs]
-        missing = [i for i, k in enumerate(keys) if k not in self._cache]
+        found = {i: self._cache[k] for i, k in enumerate(keys) if k in self._cache}
+        missing = [i for i in range(len(keys)) if i not in found]
         if missing:
             for i, outputs in zip(missing, self._compute(task, [jobs[i] for i in missing], workdir), strict=True):
+                found[i] = outputs
                 self._store(keys[i], outputs)
         for key in keys:
-            self._cache.move_to_end(key)
-        return [self._cache[k] for k in keys]
+            if key in self._cache:
+                self._cache.move_to_end(key)
+        return [found[i] for i in range(len(keys))]  # never read back from the cache: storing may evict
 
     def _compute(self, task: Task, jobs: Sequence[Job], workdir: Path) -> list[dict[str, np.ndarray]]:
         if task.reference_language != "c":
@@ -65,8 +68,10 @@ class ReferenceOutputs:
 
     def _store(self, key: tuple, outputs: Mapping[str, np.ndarray]) -> None:
         size = sum(a.nbytes for a in outputs.values())
+        if size > self.max_bytes:
+            return  # larger than the whole cache: recomputed when next needed
         self._cache[key] = dict(outputs)
         self._bytes += size
-        while self._bytes > self.max_bytes and len(self._cache) > 1:
+        while self._bytes > self.max_bytes:
             _, old = self._cache.popitem(last=False)
             self._bytes -= sum(a.nbytes for a in old.values())

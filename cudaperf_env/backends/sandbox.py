@@ -12,10 +12,10 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cudaperf_env.backends.base import Crash
 from cudaperf_env.text import sanitize, truncate
 
 WORKER_SCRIPT = Path(__file__).with_name("worker.py")
@@ -23,22 +23,6 @@ WORKER_SCRIPT = Path(__file__).with_name("worker.py")
 FATAL_KINDS = {70: "deadlock", 71: "illegal_address", 72: "arithmetic", 73: "device_assert",
                74: "abort", 75: "illegal_instruction"}  # fmt: skip
 _FATAL_LINE = re.compile(r"cudaperf-fatal: (\w+): (.*)")
-
-
-@dataclass(frozen=True)
-class Crash:
-    """How a worker ended when it did not answer.
-
-    Attributes:
-        kind: ``timeout``, a fatal kind from the runtime (``deadlock``,
-            ``illegal_address``, ...), ``signal`` or ``exit``.
-        message: One-paragraph explanation for the agent.
-        stderr: Tail of the worker's standard error.
-    """
-
-    kind: str
-    message: str
-    stderr: str = ""
 
 
 class WorkerProcess:

@@ -63,3 +63,18 @@ def load_dataset(split: str | None = None, path: str | Path = DATA_FILE, labels:
     if split is None:
         return dict(tasks)
     return {i: tasks[i] for i in load_splits(path)[split]}
+
+
+def find_task(id_or_path: str, task_dir: str | Path | None = None) -> Task:
+    """A task by file path, by id among the starter tasks (or ``task_dir``), or by id in the dataset."""
+    from cudaperf_env.tasks import find_task as find_starter
+
+    try:
+        return find_starter(id_or_path, task_dir)
+    except TaskNotFoundError:
+        if task_dir is not None:
+            raise
+        dataset = load_dataset(labels=True)
+        if id_or_path in dataset:
+            return dataset[id_or_path]
+        raise

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import resource
 import shutil
 import signal
@@ -83,6 +84,40 @@ def version(path: str) -> str:
     out = subprocess.run([path, "--version"], capture_output=True, text=True, env=_env(), check=False)
     lines = [line for line in out.stdout.splitlines() if line.strip()]
     return lines[-1] if "nvcc" in path and lines else (lines[0] if lines else "unknown")
+
+
+def release(version_line: str) -> tuple[int, int] | None:
+    """``(major, minor)`` from a line of ``nvcc --version`` (``Build cuda_13.5.r13.5/...``, ``release 13.5``)."""
+    m = re.search(r"(?:cuda_|release |V)(\d+)\.(\d+)", version_line)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def runtime_release(header: str) -> tuple[int, int] | None:
+    """``(major, minor)`` from ``#define CUDART_VERSION 13050`` in ``cuda_runtime_api.h`` text (pure)."""
+    m = re.search(r"#define\s+CUDART_VERSION\s+(\d+)", header)
+    return (int(m.group(1)) // 1000, int(m.group(1)) % 1000 // 10) if m else None
+
+
+@lru_cache(maxsize=8)
+def check_toolkit(nvcc_path: str) -> None:
+    """Raise :class:`ToolchainError` when nvcc and the runtime headers it sees are of different releases.
+
+    nvcc rejects such a pair in every submission that includes a CCCL header (cooperative
+    groups among them) with "CUDA compiler and CUDA toolkit headers are incompatible".
+    """
+    header = Path(nvcc_path).resolve().parent.parent / "include" / "cuda_runtime_api.h"
+    if not header.is_file():
+        return  # a system toolkit laid out differently: nvcc finds its own headers
+    compiler, runtime = release(version(nvcc_path)), runtime_release(header.read_text(errors="replace"))
+    if compiler and runtime and compiler != runtime:
+        c, r = ".".join(map(str, compiler)), ".".join(map(str, runtime))
+        raise ToolchainError(
+            f"nvcc {c} ({nvcc_path}) and the CUDA runtime headers {r} ({header}) are from different releases, "
+            f"so nvcc would refuse every CCCL header. Install matching wheels, e.g. "
+            f"`pip install 'nvidia-cuda-runtime=={c}.*'` (or `pip install 'nvidia-cuda-nvcc=={r}.*' "
+            f"'nvidia-nvvm=={r}.*' 'nvidia-cuda-crt=={r}.*'` if another package pins the runtime), "
+            "or point CUDAPERF_NVCC at a complete toolkit."
+        )
 
 
 def run_tool(

@@ -26,12 +26,15 @@ def test_tasks_show_prints_the_prompt(capsys):
     assert 'extern "C" void saxpy(int n, float a, const float* x, float* y)' in out
 
 
-@pytest.mark.parametrize(("source", "status"), [("garbage", "format_error"), (None, "ok")])
-def test_eval_json_exit_zero_whatever_the_verdict(tmp_path, capsys, source, status):
+@pytest.mark.parametrize(
+    ("source", "suffix", "status"),
+    [("garbage", ".cu", "rejected"), ("garbage", ".txt", "format_error"), (None, ".cu", "ok")],
+)
+def test_eval_json_exit_zero_whatever_the_verdict(tmp_path, capsys, source, suffix, status):
     from cudaperf_env.tasks import load_task
 
     task = load_task(FIXTURES / "saxpy.yaml")
-    submission = tmp_path / "sub.cu"
+    submission = tmp_path / f"sub{suffix}"
     submission.write_text(source or task.implementations[0].source)
     code = main(["eval", "--task", str(FIXTURES / "saxpy.yaml"), "--submission", str(submission),
                  "--backend", "cpu", "--json"])  # fmt: skip
@@ -40,6 +43,22 @@ def test_eval_json_exit_zero_whatever_the_verdict(tmp_path, capsys, source, stat
     assert result["status"] == status
     assert {"status", "compiled", "correct", "speedup", "reward", "feedback", "reward_terms"} <= set(result)
     assert result["correct"] == (status == "ok") and result["speedup"] is None
+    assert {f"reward/{t}" for t in ("format", "compile", "correct", "speedup", "previous")} <= set(result)
+    assert "fenced block" not in result["feedback"] or suffix == ".txt"  # a .cu file is source, not a reply
+
+
+def test_tasks_show_and_eval_see_dataset_ids(tmp_path, capsys):
+    assert main(["tasks", "show", "c2cuda/scan_0023"]) == 0
+    assert "Task c2cuda/scan_0023" in capsys.readouterr().out
+
+
+def test_tasks_list_counts_every_checked_configuration(capsys):
+    assert main(["tasks", "list", "--json"]) == 0
+    rows = {r["id"]: r for r in json.loads(capsys.readouterr().out)}
+    from cudaperf_env.tasks import load_tasks
+
+    saxpy = load_tasks()["c2cuda/saxpy_f32"]
+    assert rows[saxpy.id]["configs"] == len(saxpy.correctness_configs)
 
 
 def test_usage_errors_exit_nonzero(capsys):
@@ -60,6 +79,7 @@ def test_demo_rows_show_the_scripted_progression():
     rows = run_demo("cpu", Console(file=io.StringIO()))
     assert [r["status"] for r in rows] == ["wrong_answer", "ok", "ok"]
     rewards = [r["reward"] for r in rows]
-    assert rewards[0] < 1.0 < rewards[1] and rewards[2] > 1.0  # correctness dominates
-    assert rows[1]["reward/improvement"] > 0  # turn 2 improved on turn 1
-    assert rows[-1]["truncated"] and not rows[-1]["terminated"]  # speed target unmeasurable on cpu
+    assert rewards[0] < 1.0 < rewards[1]  # correctness dominates
+    assert rows[1]["reward/previous"] == pytest.approx(-rows[0]["score"])  # credited for the change it made
+    assert sum(rewards) == pytest.approx(rows[-1]["score"])  # the detour through a wrong kernel did not pay
+    assert rows[-1]["truncated"] and not rows[-1]["terminated"]  # the demo refines to the last turn

@@ -41,13 +41,51 @@ def step_on(env, action: str, task_id: str = SAXPY):
     return env.step(action)
 
 
-def test_registered_ids_make_and_pass_the_env_checker():
-    env = gym.make("CudaPerf-C2CUDA-v0", backend="cpu")
+@pytest.mark.parametrize("env_id", cudaperf_env.ENV_IDS)
+def test_registered_ids_make_and_pass_the_env_checker(env_id):
+    env = gym.make(env_id, backend="cpu")
     check_env(env.unwrapped, skip_render_check=False)
     assert env.spec.nondeterministic
     env.close()
-    env2 = gym.make("cudaperf_env:CudaPerf-C2CUDA-v0", backend="cpu")
+    env2 = gym.make(f"cudaperf_env:{env_id}", backend="cpu")
     assert isinstance(env2.unwrapped, CudaPerfEnv)
+
+
+def test_v0_ends_at_the_first_correct_reply_and_v1_decides_by_the_backend():
+    assert gym.make("CudaPerf-C2CUDA-v0", backend="cpu").unwrapped.stop_on_correct
+    assert gym.make("CudaPerf-C2CUDA-v1", backend="cpu").unwrapped.stop_on_correct  # nothing timed: stop
+    assert not CudaPerfEnv(task_dir=FIXTURES, backend=CpuBackend(), stop_on_correct=False).stop_on_correct
+
+
+def test_refining_runs_to_max_turns_and_detours_do_not_pay():
+    env = CudaPerfEnv(task_dir=FIXTURES, backend=CpuBackend(timeout_s=3.0), max_turns=3, stop_on_correct=False)
+    env.reset(seed=0, options={"task_id": SAXPY})
+    wrong, right = fence(saxpy_source(grid="n / 256")), fence(saxpy_source())
+    steps = [env.step(action) for action in (wrong, right, right)]
+    assert [s[2] for s in steps] == [False, False, False] and steps[-1][3]  # truncated, never terminated
+    rewards = [s[1] for s in steps]
+    assert rewards[2] == pytest.approx(0.0)  # the same level again earns nothing
+    assert sum(rewards) == pytest.approx(steps[-1][4]["score"])  # the return is the last score
+    assert steps[1][4]["reward/previous"] == pytest.approx(-steps[0][4]["score"])
+
+
+def test_target_speedup_without_timing_ends_on_correct():
+    env = CudaPerfEnv(task_dir=FIXTURES, backend=CpuBackend(timeout_s=3.0), target_speedup=2.0)
+    env.reset(seed=0, options={"task_id": SAXPY})
+    assert env.step(fence(saxpy_source()))[2]
+
+
+def test_a_task_id_option_stays_pinned_through_autoresets():
+    envs = gym.vector.SyncVectorEnv([lambda: CudaPerfEnv(task_dir=FIXTURES, backend=CpuBackend(), max_turns=1)] * 2)
+    _, info = envs.reset(seed=0, options={"task_id": "c2cuda/test_sum"})
+    assert list(info["task_id"]) == ["c2cuda/test_sum"] * 2
+    for _ in range(3):  # every step truncates (max_turns=1), the next one autoresets
+        envs.step(["no code"] * 2)
+    assert [e.task.id for e in envs.envs] == ["c2cuda/test_sum"] * 2
+    single = envs.envs[0]
+    single.reset(options={"task_id": None})  # unpinned: drawn again
+    assert single._pinned is None
+    envs.close()
 
 
 def test_reset_is_seeded_and_task_can_be_chosen(env):
@@ -65,7 +103,7 @@ def test_correct_answer_terminates_with_reward_terms(env):
     assert reward == pytest.approx(sum(v for k, v in info.items() if k.startswith("reward/"))) and reward > 1.1
     assert 0 < info["structural_score"] <= 1
     assert info["reward/structure"] == pytest.approx(0.5 * info["structural_score"])
-    assert info["reward/improvement"] == 0.0  # first turn: nothing to improve on
+    assert info["reward/previous"] == 0.0  # first turn: no previous score to subtract
     assert np.isnan(info["speedup"]) and info["backend"] == "cpu"
     assert "[ok] Correct on all 4 configurations" in obs
     assert all(np.isscalar(v) for v in info.values())

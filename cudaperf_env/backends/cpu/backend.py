@@ -8,13 +8,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cudaperf_env.backends.base import Build
+from cudaperf_env.backends.base import Build, CallResult, Capabilities, Job, Worker
 from cudaperf_env.backends.cpu.compiler import build_cpu
 from cudaperf_env.backends.cpu.prepass import prepass
-from cudaperf_env.backends.cuda.timing import Timing
-from cudaperf_env.backends.execute import CallResult, Job, run_jobs
+from cudaperf_env.backends.execute import run_jobs
 from cudaperf_env.backends.harness import wrap
-from cudaperf_env.backends.sandbox import Crash, WorkerProcess
+from cudaperf_env.backends.sandbox import WorkerProcess
 from cudaperf_env.source.screen import Finding
 from cudaperf_env.tasks.schema import Task
 
@@ -38,7 +37,11 @@ class CpuBackend:
     build_timeout_s: float = 60.0
     sandbox_uid: int | None = 65534
     name: str = "cpu"
-    measures_time: bool = False
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """None: the CPU runtime checks correctness; it neither times nor sanitizes."""
+        return Capabilities()
 
     def build(self, task: Task, code: str, cancel: threading.Event | None = None) -> Build:
         passed = prepass(code)
@@ -51,13 +54,11 @@ class CpuBackend:
     def start_worker(self, workdir: Path) -> WorkerProcess:
         return WorkerProcess(workdir)
 
-    def time(self, task: Task, candidate: Build, seed: int, workdir: Path, worker: WorkerProcess) -> Timing | Crash:
-        raise NotImplementedError("the cpu backend measures no time (measures_time is False)")
-
     def run(
-        self, build: Build, task: Task, jobs: Sequence[Job], workdir: Path, worker: WorkerProcess | None = None
+        self, build: Build, task: Task, jobs: Sequence[Job], workdir: Path, worker: Worker | None = None
     ) -> list[CallResult]:
         assert build.library is not None, "run() needs a successful build"
+        assert worker is None or isinstance(worker, WorkerProcess), "run() takes the worker start_worker() made"
         threads = self.threads or min(os.cpu_count() or 1, 8)
         return run_jobs(
             build.library, task, jobs, workdir, self.timeout_s, threads, self.deterministic, worker=worker,

@@ -1,0 +1,60 @@
+"""C to CUDA: port a sequential C function to a fast CUDA implementation with the same signature."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cudaperf_env.backends.harness import wrap
+from cudaperf_env.kinds.base import RoleWords
+from cudaperf_env.tasks.schema import Task
+
+ROLES = RoleWords()
+
+
+@dataclass(frozen=True)
+class C2Cuda:
+    """The ``c2cuda`` family (see :class:`~cudaperf_env.kinds.base.Kind`)."""
+
+    name: str = "c2cuda"
+    reference_language: str = "c"
+    reference_noun: str = "the serial C reference"
+
+    def prompt(self, task: Task) -> str:
+        args = "\n".join(
+            f"- `{a.name}`: {a.dtype.name} {ROLES.of(a.role)}"
+            + (f", shape [{', '.join(map(str, a.shape))}]" if a.is_buffer else f" = {a.value}")
+            for a in task.args
+        )
+        configs = "\n".join("- " + ", ".join(f"{k}={v}" for k, v in c.items()) for c in task.configs)
+        return f"""Write a fast CUDA implementation of the following C function.
+
+Task {task.id}: {task.description.strip()}
+
+Reference (C, sequential):
+```c
+{task.reference_source.strip()}
+```
+
+Arguments:
+{args}
+
+It is tested on these configurations (and on others not shown):
+{configs}
+
+Rules:
+- Define `extern "C" {task.signature}`. Its pointer arguments are device pointers
+  (already allocated with cudaMalloc); launch your own __global__ kernels from it.
+- The harness synchronizes and checks for CUDA errors after the call.
+- Do not use libraries (cuBLAS, Thrust, CUB), inline assembly or host threads.
+- Handle any size, not only the ones listed.
+
+Answer with the complete source in one ```cuda fenced block."""
+
+    def reminder(self, task: Task) -> str:
+        return (
+            f"Task {task.id}: define `extern \"C\" {task.signature}`. "
+            "Reply with the complete improved source in one ```cuda fenced block."
+        )
+
+    def harness(self, task: Task, code: str) -> str:
+        return wrap(task, code, "cuda")
