@@ -226,6 +226,9 @@ def time_against_baseline(ctx: Context) -> Context | Evaluation:
     timer = ctx.backend.capabilities.timer
     if timer is None or ctx.build is None or ctx.worker is None:
         return ctx
+    if not ctx.task.baseline:
+        ctx.seconds["timing"] = 0.0
+        return ctx.update(timing_flags=("the task has no baseline implementation to time against",))
     started = time.perf_counter()
     timing = timer.time(ctx.task, ctx.build, ctx.seed, ctx.workdir, ctx.worker)
     ctx.seconds["timing"] = time.perf_counter() - started

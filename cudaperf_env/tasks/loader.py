@@ -60,12 +60,12 @@ def parse_task(data: Any, path: str = "<memory>") -> Task:
     """Validate a task given as a mapping (the parsed file) and build a :class:`Task`."""
     v = _Validator(path)
     m = v.mapping(data, "<root>")
-    if m.get("schema") != SCHEMA_VERSION:
+    if m.get("schema", SCHEMA_VERSION) != SCHEMA_VERSION:
         v.fail("schema", f"expected {SCHEMA_VERSION}, got {m.get('schema')!r}")
     task_id = v.text(m, "id")
     if not _ID.match(task_id):
         v.fail("id", f"expected '<kind>/<name>' in lowercase letters, digits and _, got {task_id!r}")
-    kind = v.text(m, "kind")
+    kind = v.text(m, "kind") if "kind" in m else task_id.split("/")[0]
     if kind not in KINDS:
         v.fail("kind", f"expected one of {', '.join(KINDS)}, got {kind!r}")
     entry = v.text(m, "entry")
@@ -76,22 +76,24 @@ def parse_task(data: Any, path: str = "<memory>") -> Task:
     perf = v.configs(m, "perf_configs")
     args = v.args(m.get("args"), configs + hidden + perf)
     reference = v.mapping(m.get("reference"), "reference")
-    implementations = v.implementations(m.get("implementations"))
-    baseline = v.text(m, "baseline")
-    if baseline not in {i.name for i in implementations}:
+    # A user's task may be a C function alone: no implementations, no baseline (speed is then
+    # measured against the C reference where it is measured at all), no family.
+    implementations = v.implementations(m["implementations"]) if "implementations" in m else ()
+    baseline = v.text(m, "baseline") if "baseline" in m else (implementations[0].name if implementations else "")
+    if baseline and baseline not in {i.name for i in implementations}:
         v.fail("baseline", f"{baseline!r} is not the name of an implementation")
     task = Task(
         id=task_id,
         kind=kind,
-        family=v.text(m, "family"),
-        description=v.text(m, "description"),
+        family=v.text(m, "family") if "family" in m else "custom",
+        description=v.text(m, "description") if "description" in m else f"Port `{entry}` to CUDA.",
         entry=entry,
         args=args,
         configs=configs,
         hidden_configs=hidden,
         perf_configs=perf,
         tolerances=v.tolerances(m.get("tolerance"), args),
-        reference_language=v.text(reference, "language", "reference.language"),
+        reference_language=v.text(reference, "language", "reference.language") if "language" in reference else "c",
         reference_source=v.text(reference, "source", "reference.source"),
         baseline=baseline,
         implementations=implementations,

@@ -125,7 +125,7 @@ class Task:
         tolerances: Per-dtype tolerance for output comparison.
         reference_language: ``c`` (or ``pytorch`` for torch2cuda).
         reference_source: Reference implementation source.
-        baseline: Name of the implementation used as the speed baseline.
+        baseline: Name of the implementation used as the speed baseline ("" when the task has none).
         implementations: Known CUDA implementations.
         path: File the task was loaded from ("" when built in code).
     """
