@@ -46,8 +46,9 @@ def libs(tmp_path_factory):
         "harness": compile_shared(FIXTURES / "host_harness.cpp", folder / "harness.so"),
         "honest": compile_shared(FIXTURES / "saxpy.cpp", folder / "honest.so"),
         "slow": compile_shared(FIXTURES / "saxpy.cpp", folder / "slow.so", f"-DSLOW_US={int(SLOW_MS * 1000)}"),
-        "slow_wrong": compile_shared(FIXTURES / "saxpy.cpp", folder / "slow_wrong.so",
-                                     f"-DSLOW_US={int(SLOW_MS * 1000)}", "-DWRONG"),  # fmt: skip
+        "slow_wrong": compile_shared(
+            FIXTURES / "saxpy.cpp", folder / "slow_wrong.so", f"-DSLOW_US={int(SLOW_MS * 1000)}", "-DWRONG"
+        ),  # fmt: skip
     }
 
 
