@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cudaperf_env.backends.base import Build
+from cudaperf_env.backends.base import Build, Capabilities, Worker
 from cudaperf_env.backends.buffers import BufferFile, poison_value
 from cudaperf_env.backends.cuda.budget import (
     CallLimits,
@@ -119,6 +119,11 @@ class CudaBackend:
     def arch(self) -> str:
         return detect_arch()
 
+    @property
+    def capabilities(self) -> Capabilities:
+        """Times correct submissions (unless ``measures_time`` is off); sanitizes them if :attr:`sanitizers` is set."""
+        return Capabilities(timer=self if self.measures_time else None, sanitizer=self if self.sanitizers else None)
+
     def build(self, task: Task, code: str, cancel: threading.Event | None = None) -> Build:
         result = build_library(tools.nvcc(), nvcc_flags(self.arch), wrap(task, code, "cuda"), ".cu",
                                timeout_s=self.build_timeout_s, cancel=cancel)  # fmt: skip
@@ -132,12 +137,14 @@ class CudaBackend:
         return worker
 
     def run(
-        self, build: Build, task: Task, jobs: Sequence[Job], workdir: Path, worker: WorkerProcess | None = None
+        self, build: Build, task: Task, jobs: Sequence[Job], workdir: Path, worker: Worker | None = None
     ) -> list[CallResult]:
         assert build.library is not None, "run() needs a successful build"
         if worker is None:
             worker = self.start_worker(workdir)
-        baseline_ms = self._baseline_call_ms(task, jobs, workdir) if self.call_limits else [math.nan] * len(jobs)
+        assert isinstance(worker, WorkerProcess), "run() takes the worker start_worker() made"
+        timed = self.call_limits and task.baseline  # a task without a baseline runs under the plain limit
+        baseline_ms = self._baseline_call_ms(task, jobs, workdir) if timed else [math.nan] * len(jobs)
         limits = [self.call_limits.limit_s(ms, self.timeout_s) if self.call_limits else self.timeout_s
                   for ms in baseline_ms]  # fmt: skip
         with self.gpu_lock:
@@ -183,7 +190,7 @@ class CudaBackend:
                 return problem
         return ""
 
-    def time(self, task: Task, candidate: Build, seed: int, workdir: Path, worker: WorkerProcess) -> Timing | Crash:
+    def time(self, task: Task, candidate: Build, seed: int, workdir: Path, worker: Worker) -> Timing | Crash:
         """Time the (already loaded, correct) candidate against the task's baseline.
 
         One GPU phase (correctness run or timing) at a time per backend: concurrent
@@ -194,6 +201,7 @@ class CudaBackend:
         baseline = self.build(task, task.implementation(task.baseline).source)  # cached after the first
         if not baseline.ok or baseline.library is None:
             raise BackendUnavailableError(f"{task.id}: the baseline implementation does not build:\n{baseline.log}")
+        assert isinstance(worker, WorkerProcess), "time() takes the worker start_worker() made"
         with self.gpu_lock:
             timing = self._time(task, baseline, worker)
         if self.time_c_reference and isinstance(timing, Timing):

@@ -86,6 +86,8 @@ class CallLimits:
 
 def labelled_ms(task: Task, config: Config) -> float:
     """The baseline's labelled median on ``config`` (``Implementation.labels``); NaN when not labelled."""
+    if not task.baseline:
+        return math.nan
     for label in task.implementation(task.baseline).labels:
         if dict(label.config) == dict(config) and label.median_ms > 0:
             return float(label.median_ms)
