@@ -165,8 +165,10 @@ class CudaBackend:
             baseline = self.build(task, task.implementation(task.baseline).source)  # cached; time() needs it too
             results: list[CallResult] = []
             if baseline.ok and baseline.library is not None:
-                with self.gpu_lock, self.start_worker(workdir) as worker:
-                    results = run_jobs(baseline.library, task, [job for _, job in missing], workdir, self.timeout_s,
+                folder = workdir / "baseline-times"  # its own files: the candidate's worker keeps workdir's
+                folder.mkdir(exist_ok=True)
+                with self.gpu_lock, self.start_worker(folder) as worker:
+                    results = run_jobs(baseline.library, task, [job for _, job in missing], folder, self.timeout_s,
                                        worker=worker)  # fmt: skip
             for i, (key, _) in enumerate(missing):
                 ok = i < len(results) and results[i].status == "ok"
