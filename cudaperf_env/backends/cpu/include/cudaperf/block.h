@@ -133,7 +133,10 @@ inline void suspend(Worker& w, Fiber& f) {
   }
 }
 
-[[noreturn]] CUDAPERF_COLD inline void not_in_fiber_mode(const char* what, int line) {
+#if !CUDAPERF_DEFINE_LINKED
+[[noreturn]] CUDAPERF_COLD CUDAPERF_LINKED void not_in_fiber_mode(const char* what, int line);
+#else
+[[noreturn]] CUDAPERF_COLD CUDAPERF_LINKED void not_in_fiber_mode(const char* what, int line) {
   Worker* w = tls_worker;
   Line m;
   if (w == nullptr || w->kernel == nullptr) {
@@ -147,6 +150,7 @@ inline void suspend(Worker& w, Fiber& f) {
   }
   fatal_exit_flush("abort", kExitAbort, m);
 }
+#endif
 
 // ---- __syncthreads -------------------------------------------------------------------------
 
@@ -263,7 +267,10 @@ inline uint64_t reduce_values(int op, uint64_t a, uint64_t b) {
 }
 
 // Computes every participating lane's result. `lanes` points at the warp's first fiber.
-inline void compute_collective(Fiber* lanes, uint32_t kind, uint32_t arrived) {
+#if !CUDAPERF_DEFINE_LINKED
+CUDAPERF_LINKED void compute_collective(Fiber* lanes, uint32_t kind, uint32_t arrived);
+#else
+CUDAPERF_LINKED void compute_collective(Fiber* lanes, uint32_t kind, uint32_t arrived) {
   switch (kind) {
     case kShfl:
       for (unsigned l = 0; l < 32; ++l) {
@@ -336,6 +343,7 @@ inline void compute_collective(Fiber* lanes, uint32_t kind, uint32_t arrived) {
     }
   }
 }
+#endif
 
 // Completes pending collective `k` of warp `warp`: results for all lanes, then the waiting
 // lanes become runnable (the completing lane, if any, keeps running).
@@ -444,7 +452,10 @@ inline unsigned active_mask(int line) {
   return static_cast<unsigned>(f.out);
 }
 
-CUDAPERF_COLD inline bool resolve_activemask(Worker& w) {
+#if !CUDAPERF_DEFINE_LINKED
+CUDAPERF_COLD CUDAPERF_LINKED bool resolve_activemask(Worker& w);
+#else
+CUDAPERF_COLD CUDAPERF_LINKED bool resolve_activemask(Worker& w) {
   if (w.activemask_waiters == 0) return false;
   for (unsigned base = 0; base < w.nthreads; base += 32) {
     unsigned end = base + 32 < w.nthreads ? base + 32 : w.nthreads;
@@ -467,6 +478,7 @@ CUDAPERF_COLD inline bool resolve_activemask(Worker& w) {
   w.activemask_waiters = 0;
   return true;
 }
+#endif
 
 // Lets another fiber run (spin loops on atomicCAS and __nanosleep make progress).
 inline void yield_fiber() {
@@ -506,15 +518,20 @@ inline void thread_exit(Worker& w) {
   }
 }
 
-[[noreturn]] inline void fiber_entry() {
+#if CUDAPERF_DEFINE_LINKED  // declared in fiber.h
+[[noreturn]] CUDAPERF_LINKED void fiber_entry() {
   for (;;) {
     Worker& w = *tls_worker;
     w.body(w.body_ctx);
     thread_exit(w);
   }
 }
+#endif
 
-[[noreturn]] CUDAPERF_COLD inline void report_deadlock(Worker& w) {
+#if !CUDAPERF_DEFINE_LINKED
+[[noreturn]] CUDAPERF_COLD CUDAPERF_LINKED void report_deadlock(Worker& w);
+#else
+[[noreturn]] CUDAPERF_COLD CUDAPERF_LINKED void report_deadlock(Worker& w) {
   struct Site {
     const char* what;
     int line;
@@ -551,8 +568,12 @@ inline void thread_exit(Worker& w) {
       "waits for reach)");
   fatal_exit_flush("deadlock", kExitDeadlock, m);
 }
+#endif
 
-inline void run_block_fibers(Worker& w) {
+#if !CUDAPERF_DEFINE_LINKED
+CUDAPERF_LINKED void run_block_fibers(Worker& w);
+#else
+CUDAPERF_LINKED void run_block_fibers(Worker& w) {
   unsigned n = w.nthreads;
   w.exited = 0;
   w.bar_line = -1;
@@ -579,6 +600,7 @@ inline void run_block_fibers(Worker& w) {
     enter(w, pop_ready(w), &w.sched);
   }
 }
+#endif
 
 inline void run_block_plain(Worker& w) {
   unsigned i = 0;

@@ -100,6 +100,23 @@
 // keeps the per-file compile time of every submission down.
 #define CUDAPERF_COLD __attribute__((cold, noinline))
 
+// The runtime's out-of-line code (launch, block scheduler, reports, set-up) is CUDAPERF_LINKED:
+// declared under `#if !CUDAPERF_DEFINE_LINKED`, defined in the `#else`. By default the runtime is
+// header-only: every file that includes it compiles them, inline. The CPU backend compiles them once instead, into a
+// runtime object (built with CUDAPERF_RUNTIME_OBJECT), and links it into every submission, whose
+// precompiled header defines CUDAPERF_PREBUILT_RUNTIME: only their declarations are left there,
+// which halves the submission's compile time (docs/cpu-backend.md, "Build").
+#if defined(CUDAPERF_RUNTIME_OBJECT) || defined(CUDAPERF_PREBUILT_RUNTIME)
+#define CUDAPERF_LINKED
+#else
+#define CUDAPERF_LINKED inline
+#endif
+#if defined(CUDAPERF_PREBUILT_RUNTIME)
+#define CUDAPERF_DEFINE_LINKED 0
+#else
+#define CUDAPERF_DEFINE_LINKED 1
+#endif
+
 namespace cudaperf {
 namespace detail {
 

@@ -75,7 +75,12 @@ inline void write_all(int fd, const char* p, size_t n) {
 // moment) wait to be killed by its _exit so that exactly one line is written.
 inline int g_fatal_started = 0;  // __atomic builtins
 
-[[noreturn]] CUDAPERF_COLD inline void fatal_exit(const char* kind, int code, const Line& message) {
+#if !CUDAPERF_DEFINE_LINKED
+[[noreturn]] CUDAPERF_COLD CUDAPERF_LINKED void fatal_exit(const char* kind, int code,
+                                                           const Line& message);
+#else
+[[noreturn]] CUDAPERF_COLD CUDAPERF_LINKED void fatal_exit(const char* kind, int code,
+                                                           const Line& message) {
   if (__atomic_exchange_n(&g_fatal_started, 1, __ATOMIC_ACQ_REL) != 0) {
     for (;;) ::pause();
   }
@@ -91,14 +96,20 @@ inline int g_fatal_started = 0;  // __atomic builtins
   write_all(2, out.data(), out.size());
   ::_exit(code);
 }
+#endif
 
 // For fatal errors outside signal handlers: host output printed before the failure is flushed
 // first (stdout is fully buffered when it is a pipe and _exit would drop it).
-[[noreturn]] CUDAPERF_COLD inline void fatal_exit_flush(const char* kind, int code,
-                                                        const Line& message) {
+#if !CUDAPERF_DEFINE_LINKED
+[[noreturn]] CUDAPERF_COLD CUDAPERF_LINKED void fatal_exit_flush(const char* kind, int code,
+                                                                 const Line& message);
+#else
+[[noreturn]] CUDAPERF_COLD CUDAPERF_LINKED void fatal_exit_flush(const char* kind, int code,
+                                                                 const Line& message) {
   if (__atomic_load_n(&g_fatal_started, __ATOMIC_ACQUIRE) == 0) std::fflush(stdout);
   fatal_exit(kind, code, message);
 }
+#endif
 
 }  // namespace detail
 }  // namespace cudaperf

@@ -4,7 +4,7 @@
 namespace cudaperf {
 namespace detail {
 
-[[noreturn]] inline void fiber_entry();
+[[noreturn]] CUDAPERF_LINKED void fiber_entry();
 
 #if defined(__x86_64__) && !defined(CUDAPERF_FIBER_UCONTEXT)
 

@@ -232,7 +232,11 @@ inline int occupancy_blocks(int block_size, size_t dynamic_smem) {
 
 // ---- errors ---------------------------------------------------------------------------------
 
-inline const char* cudaGetErrorName(cudaError_t e) {
+#if !CUDAPERF_DEFINE_LINKED
+CUDAPERF_LINKED const char* cudaGetErrorName(cudaError_t e);
+CUDAPERF_LINKED const char* cudaGetErrorString(cudaError_t e);
+#else
+CUDAPERF_LINKED const char* cudaGetErrorName(cudaError_t e) {
   switch (e) {
 #define CUDAPERF_ERROR_NAME(name, value, text) \
   case name:                                   \
@@ -243,7 +247,7 @@ inline const char* cudaGetErrorName(cudaError_t e) {
       return "cudaErrorUnknown";
   }
 }
-inline const char* cudaGetErrorString(cudaError_t e) {
+CUDAPERF_LINKED const char* cudaGetErrorString(cudaError_t e) {
   switch (e) {
 #define CUDAPERF_ERROR_TEXT(name, value, text) \
   case name:                                   \
@@ -254,6 +258,7 @@ inline const char* cudaGetErrorString(cudaError_t e) {
       return "unrecognized error code";
   }
 }
+#endif
 inline cudaError_t cudaGetLastError() {
   cudaError_t e = ::cudaperf::detail::tls_last_error;
   ::cudaperf::detail::tls_last_error = cudaSuccess;

@@ -42,11 +42,15 @@ struct Job {
   unsigned long long next;  // next block to run (__atomic builtins)
 };
 
-[[noreturn]] CUDAPERF_COLD inline void out_of_memory(const char* what) {
+#if !CUDAPERF_DEFINE_LINKED
+[[noreturn]] CUDAPERF_COLD CUDAPERF_LINKED void out_of_memory(const char* what);
+#else
+[[noreturn]] CUDAPERF_COLD CUDAPERF_LINKED void out_of_memory(const char* what) {
   Line m;
   m.str("cannot allocate ").str(what).str(" for the launch");
   fatal_exit_flush("abort", kExitAbort, m);
 }
+#endif
 
 inline void prepare_worker(Worker& w, const Job& j) {
   if (j.fibers && !w.stacks.ensure(j.nthreads, g_config.stack_size)) out_of_memory("fiber stacks");
@@ -74,7 +78,10 @@ inline void prepare_worker(Worker& w, const Job& j) {
   w.kernel = j.kernel;  // last: signal handlers trust the fields above once this is set
 }
 
-inline void run_blocks(Worker& w, Job& j) {
+#if !CUDAPERF_DEFINE_LINKED
+CUDAPERF_LINKED void run_blocks(Worker& w, Job& j);
+#else
+CUDAPERF_LINKED void run_blocks(Worker& w, Job& j) {
   prepare_worker(w, j);
   const unsigned long long gx = j.grid.x, gxy = gx * j.grid.y;
   for (;;) {
@@ -92,6 +99,7 @@ inline void run_blocks(Worker& w, Job& j) {
   }
   w.kernel = nullptr;
 }
+#endif
 
 // Worker threads beyond the launching thread, created lazily and reused by every launch.
 class Pool {
@@ -160,10 +168,14 @@ class Pool {
   unsigned long long generation_ = 0;
 };
 
-inline Pool& pool() {
+#if !CUDAPERF_DEFINE_LINKED
+CUDAPERF_LINKED Pool& pool();
+#else
+CUDAPERF_LINKED Pool& pool() {
   static Pool* p = new Pool();  // leaked on purpose: its threads outlive static destructors
   return *p;
 }
+#endif
 
 inline pthread_mutex_t g_launch_mutex = PTHREAD_MUTEX_INITIALIZER;
 
@@ -177,8 +189,12 @@ inline bool valid_launch(dim3 grid, dim3 block, size_t smem) {
   return smem <= kMaxDynamicShared;
 }
 
-inline void launch_erased(const char* kernel, int line, dim3 grid, dim3 block, size_t smem,
-                          bool fibers, void (*body)(void*), void* ctx) {
+#if !CUDAPERF_DEFINE_LINKED
+CUDAPERF_LINKED void launch_erased(const char* kernel, int line, dim3 grid, dim3 block,
+                                   size_t smem, bool fibers, void (*body)(void*), void* ctx);
+#else
+CUDAPERF_LINKED void launch_erased(const char* kernel, int line, dim3 grid, dim3 block,
+                                   size_t smem, bool fibers, void (*body)(void*), void* ctx) {
   if (!valid_launch(grid, block, smem)) {
     record_error(cudaErrorInvalidConfiguration);
     return;
@@ -211,6 +227,7 @@ inline void launch_erased(const char* kernel, int line, dim3 grid, dim3 block, s
   if (workers > 1) pool().wait();
   __atomic_fetch_add(&g_launch_count, 1ULL, __ATOMIC_RELAXED);
 }
+#endif
 
 template <class F>
 void invoke_body(void* f) {

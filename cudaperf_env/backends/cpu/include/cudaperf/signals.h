@@ -12,7 +12,19 @@ inline unsigned g_worker_count = 0;  // __atomic builtins
 inline pthread_t g_main_thread;
 inline char* g_main_stack_lo = nullptr;
 
-CUDAPERF_COLD inline Worker* find_worker() {
+// Crash reporting and set-up (compiled once, in the runtime object, when one is linked).
+#if !CUDAPERF_DEFINE_LINKED
+CUDAPERF_COLD CUDAPERF_LINKED Worker* find_worker();
+CUDAPERF_COLD CUDAPERF_LINKED void describe_place(Line& m, const Worker* w);
+CUDAPERF_COLD CUDAPERF_LINKED void on_fatal_signal(int sig, siginfo_t* info, void*);
+CUDAPERF_COLD CUDAPERF_LINKED void install_altstack();
+CUDAPERF_COLD CUDAPERF_LINKED char* thread_stack_lo();
+CUDAPERF_COLD CUDAPERF_LINKED void install_signal_handlers();
+CUDAPERF_COLD CUDAPERF_LINKED bool initialize_runtime();
+// The calling thread's worker, created on first use.
+CUDAPERF_COLD CUDAPERF_LINKED Worker& this_worker();
+#else
+CUDAPERF_COLD CUDAPERF_LINKED Worker* find_worker() {
   pthread_t self = ::pthread_self();
   unsigned n = __atomic_load_n(&g_worker_count, __ATOMIC_ACQUIRE);
   if (n > kMaxWorkers) n = kMaxWorkers;
@@ -23,7 +35,7 @@ CUDAPERF_COLD inline Worker* find_worker() {
   return nullptr;
 }
 
-CUDAPERF_COLD inline void describe_place(Line& m, const Worker* w) {
+CUDAPERF_COLD CUDAPERF_LINKED void describe_place(Line& m, const Worker* w) {
   if (w == nullptr || w->kernel == nullptr) {
     m.str(" in host code");
     return;
@@ -40,7 +52,7 @@ inline bool below_stack(const char* lo, const void* addr) {
   return lo != nullptr && a < lo + page_size() && a + (1u << 20) >= lo;
 }
 
-CUDAPERF_COLD inline void on_fatal_signal(int sig, siginfo_t* info, void*) {
+CUDAPERF_COLD CUDAPERF_LINKED void on_fatal_signal(int sig, siginfo_t* info, void*) {
   Worker* w = find_worker();
   bool in_kernel = w != nullptr && w->kernel != nullptr;
   Line m;
@@ -84,7 +96,7 @@ CUDAPERF_COLD inline void on_fatal_signal(int sig, siginfo_t* info, void*) {
 
 // Every thread that runs kernels gets an alternate signal stack: the stack that overflowed
 // cannot run the handler.
-CUDAPERF_COLD inline void install_altstack() {
+CUDAPERF_COLD CUDAPERF_LINKED void install_altstack() {
   static thread_local bool done = false;
   if (done) return;
   done = true;
@@ -97,7 +109,7 @@ CUDAPERF_COLD inline void install_altstack() {
   ::sigaltstack(&ss, nullptr);
 }
 
-CUDAPERF_COLD inline char* thread_stack_lo() {
+CUDAPERF_COLD CUDAPERF_LINKED char* thread_stack_lo() {
   pthread_attr_t attr;
   char* lo = nullptr;
   if (::pthread_getattr_np(::pthread_self(), &attr) == 0) {
@@ -109,7 +121,7 @@ CUDAPERF_COLD inline char* thread_stack_lo() {
   return lo;
 }
 
-CUDAPERF_COLD inline void install_signal_handlers() {
+CUDAPERF_COLD CUDAPERF_LINKED void install_signal_handlers() {
   struct sigaction sa;
   std::memset(&sa, 0, sizeof sa);
   sa.sa_sigaction = &on_fatal_signal;
@@ -118,7 +130,7 @@ CUDAPERF_COLD inline void install_signal_handlers() {
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGABRT, SIGILL}) ::sigaction(sig, &sa, nullptr);
 }
 
-CUDAPERF_COLD inline bool initialize_runtime() {
+CUDAPERF_COLD CUDAPERF_LINKED bool initialize_runtime() {
   g_main_thread = ::pthread_self();
   g_main_stack_lo = thread_stack_lo();
   install_altstack();
@@ -127,10 +139,9 @@ CUDAPERF_COLD inline bool initialize_runtime() {
 }
 
 // Runs when the program starts or the submission's library is loaded.
-inline const bool g_runtime_initialized = initialize_runtime();
+CUDAPERF_LINKED const bool g_runtime_initialized = initialize_runtime();
 
-// The calling thread's worker, created on first use.
-CUDAPERF_COLD inline Worker& this_worker() {
+CUDAPERF_COLD CUDAPERF_LINKED Worker& this_worker() {
   if (tls_worker != nullptr) return *tls_worker;
   install_altstack();
   Worker* w = new Worker();
@@ -142,6 +153,7 @@ CUDAPERF_COLD inline Worker& this_worker() {
   tls_worker = w;
   return *w;
 }
+#endif  // CUDAPERF_DEFINE_LINKED
 
 }  // namespace detail
 }  // namespace cudaperf

@@ -1,0 +1,147 @@
+"""The CPU build: header-only on a cold cache, then linked with the prebuilt runtime; both correct."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cudaperf_env.backends.cpu import compiler
+from cudaperf_env.backends.cpu.prepass import prepass
+from cudaperf_env.backends.execute import Job, run_jobs
+from cudaperf_env.backends.harness import wrap
+from cudaperf_env.tasks import find_task
+from cudaperf_env.tasks.inputs import make_inputs
+from cudaperf_env.toolchain import tools
+
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+
+SAXPY = find_task("c2cuda/saxpy_f32")
+# A fiber-mode kernel: barrier and warp collectives run in the block scheduler of the runtime.
+REDUCE = """
+__global__ void twice(int n, float a, const float* x, float* y) {
+  __shared__ float s[256];
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  s[threadIdx.x] = i < n ? x[i] : 0.0f;
+  __syncthreads();
+  float v = __shfl_xor_sync(0xffffffff, s[threadIdx.x], 0);
+  if (i < n) y[i] = a * v + y[i];
+}
+extern "C" void saxpy(int n, float a, const float* x, float* y) {
+  twice<<<(n + 255) / 256, 256>>>(n, a, x, y);
+}
+"""
+
+
+@pytest.fixture
+def cold_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """A fresh cache directory; the detached prebuild is recorded instead of started."""
+    monkeypatch.setenv("CUDAPERF_CACHE_DIR", str(tmp_path / "cache"))
+    started: list[str] = []
+    monkeypatch.setattr(compiler, "_start_prebuild", started.append)
+    return started
+
+
+def build(code: str) -> Path:
+    result = compiler.build_cpu(wrap(SAXPY, prepass(code).source, "cuda"))
+    assert result.ok and result.library is not None, result.log
+    return result.library
+
+
+def saxpy_is_correct(library: Path, workdir: Path) -> bool:
+    config = {"N": 1823}
+    job = Job(config, make_inputs(SAXPY, config, seed=3))
+    [result] = run_jobs(library, SAXPY, [job], workdir, timeout_s=30)
+    want = 2.5 * job.inputs["x"] + job.inputs["y"]
+    return result.status == "ok" and np.allclose(result.buffers["y"], want, rtol=1e-5)
+
+
+def test_cold_cache_builds_header_only_and_starts_the_prebuild(cold_cache: list[str], tmp_path: Path) -> None:
+    library = build(SAXPY.implementation("naive").source)
+    runtime = compiler.prebuilt_runtime()
+    assert cold_cache == [str(runtime.folder)] and not runtime.ready()
+    assert saxpy_is_correct(library, tmp_path)
+
+
+def test_after_the_prebuild_submissions_link_the_runtime_object(cold_cache: list[str], tmp_path: Path) -> None:
+    source = SAXPY.implementation("naive").source
+    header_only = build(source)
+    assert compiler.prebuild() and compiler.prebuilt_runtime().ready()
+    linked = build(source)
+    assert linked != header_only  # the flags name the runtime's files: a separate cache entry
+    assert len(cold_cache) == 1  # nothing started once the runtime is ready
+    assert saxpy_is_correct(linked, tmp_path)
+    assert saxpy_is_correct(build(REDUCE), tmp_path)
+
+
+def test_the_prebuilt_header_leaves_only_declarations_of_the_runtime(cold_cache: list[str], tmp_path: Path) -> None:
+    assert compiler.prebuild()
+    runtime = compiler.prebuilt_runtime()
+    unit = tmp_path / "unit.cpp"
+    unit.write_text(wrap(SAXPY, prepass(REDUCE).source, "cuda"))
+    obj = tmp_path / "unit.o"
+    flags = [*compiler.BASE_FLAGS, *compiler.include_flags(), "-Winvalid-pch", "-include", str(runtime.header)]
+    done = subprocess.run(["g++", *flags, "-c", str(unit), "-o", str(obj)], capture_output=True, text=True)
+    assert done.returncode == 0 and "pch" not in done.stderr, done.stderr
+    symbols = subprocess.run(["nm", "-C", str(obj)], capture_output=True, text=True, check=True).stdout
+    table = re.findall(r"^[0-9a-f]*\s+(\w) (.*)$", symbols, re.M)  # (kind, symbol)
+
+    def kinds(name: str) -> set[str]:
+        return {kind for kind, symbol in table if symbol.startswith(f"{name}(")}
+
+    assert kinds("cudaperf::detail::launch_erased") == kinds("cudaGetErrorString") == {"U"}  # called, not compiled
+    for name in ("run_blocks", "run_block_fibers", "compute_collective", "report_deadlock", "on_fatal_signal"):
+        assert kinds(f"cudaperf::detail::{name}") <= {"U"}, name
+    runtime_symbols = subprocess.run(["nm", "-C", str(runtime.runtime_object)], capture_output=True, text=True)
+    assert " T cudaperf::detail::launch_erased(" in runtime_symbols.stdout
+
+
+def test_concurrent_prebuilds_in_several_processes_build_once(tmp_path: Path) -> None:
+    env = {**os.environ, "CUDAPERF_CACHE_DIR": str(tmp_path / "cache")}
+    code = "from cudaperf_env.backends.cpu.compiler import prebuild; print(prebuild())"
+    procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
+             for _ in range(3)]  # fmt: skip
+    answers = [p.communicate(timeout=600)[0].strip() for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert "True" in answers  # the lock holder built it; the others returned at once
+    folders = list((tmp_path / "cache" / "runtime").iterdir())
+    assert len(folders) == 1
+    names = sorted(p.name for p in folders[0].iterdir())
+    assert names == ["cudaperf_pch.h", "cudaperf_pch.h.gch", "cudaperf_runtime.cpp", "cudaperf_runtime.o", "lock"]
+
+
+def test_a_cold_build_starts_a_detached_prebuild_that_finishes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CUDAPERF_CACHE_DIR", str(tmp_path / "cache"))
+    build(SAXPY.implementation("naive").source)
+    runtime = compiler.prebuilt_runtime()
+    deadline = time.monotonic() + 300
+    while not runtime.ready() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    log = runtime.folder / "prebuild.log"
+    assert runtime.ready(), log.read_text() if log.exists() else "not built in time"
+    with open(runtime.folder / "lock", "a") as lock:  # wait for the builder to exit
+        fcntl.flock(lock, fcntl.LOCK_EX)
+    assert saxpy_is_correct(build(REDUCE), tmp_path)
+
+
+def test_the_prebuilt_runtime_is_keyed_by_compiler_and_headers(monkeypatch: pytest.MonkeyPatch) -> None:
+    compiler._prebuilt_key.cache_clear()
+    first = compiler._prebuilt_key()
+    monkeypatch.setattr(tools, "version", lambda path: "g++ (other) 99.1")
+    compiler._prebuilt_key.cache_clear()
+    other_compiler = compiler._prebuilt_key()
+    monkeypatch.undo()
+    monkeypatch.setattr(compiler, "runtime_version", lambda: "0123456789abcdef")
+    compiler._prebuilt_key.cache_clear()
+    other_headers = compiler._prebuilt_key()
+    monkeypatch.undo()
+    compiler._prebuilt_key.cache_clear()
+    assert len({first, other_compiler, other_headers}) == 3 and compiler._prebuilt_key() == first
