@@ -53,6 +53,8 @@ def fold(node: Any, env: Mapping[str, int], depth: int = 0) -> int | None:
     if kind in ("identifier", "qualified_identifier"):
         name = text(node).split("::")[-1]
         return env.get(name)
+    if kind == "field_expression":  # ``blockDim.x``: only callers that bind it (configuration-aware features)
+        return env.get(text(node).replace(" ", ""))
     if kind in ("true", "false"):
         return int(kind == "true")
     if kind == "char_literal":

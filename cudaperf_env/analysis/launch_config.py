@@ -28,6 +28,10 @@ class Launch:
         block: Block dimensions ``(x, y, z)`` when constant.
         shared_bytes: Dynamic shared memory per block when constant (0 when not given).
         template_args: Constant template arguments of the kernel (None where not constant).
+        grid: Grid dimensions ``(x, y, z)`` when they fold (with the scalar arguments' values,
+            when the caller put them in ``consts``).
+        args: The launch's arguments, each folded to an integer where possible, else its text.
+        in_loop: The launch sits inside a host loop (it may run many times).
     """
 
     kernel: str
@@ -35,6 +39,9 @@ class Launch:
     block: Dims | None
     shared_bytes: int | None
     template_args: tuple[int | None, ...] = ()
+    grid: Dims | None = None
+    args: tuple[int | str, ...] = ()
+    in_loop: bool = False
 
     @property
     def threads(self) -> int | None:
@@ -120,7 +127,24 @@ def _launch(node: Any, env: Mapping[str, int], dims: Mapping[str, Dims]) -> Laun
     name = text(function).split("::")[-1]
     block = _dims(parts[1], env, dims) if len(parts) > 1 else None
     shared = fold(parts[2], env) if len(parts) > 2 else 0
-    return Launch(name, line(node), block, shared, template_args)
+    grid = _dims(parts[0], env, dims) if parts else None
+    call_args = child(node, "arguments")
+    args = tuple(_arg(a, env) for a in (call_args.named_children if call_args is not None else ()))
+    return Launch(name, line(node), block, shared, template_args, grid, args, _in_loop(node))
+
+
+def _arg(node: Any, env: Mapping[str, int]) -> int | str:
+    value = fold(node, env)
+    return value if value is not None else text(node)
+
+
+def _in_loop(node: Any) -> bool:
+    parent = node.parent
+    while parent is not None and parent.type != "function_definition":
+        if parent.type in ("for_statement", "while_statement", "do_statement"):
+            return True
+        parent = parent.parent
+    return False
 
 
 def _dims(node: Any, env: Mapping[str, int], dims: Mapping[str, Dims]) -> Dims | None:

@@ -1,0 +1,99 @@
+"""The ranker against the structural score and a coin, on the same measured pairs of held-out tasks.
+
+Three scorers, one set of pairs:
+
+- ``ranker``: the model's P(faster side faster) from both records at the pair's configuration;
+  per implementation, its mean P(faster than the baseline) over the perf configurations;
+- ``structural``: the hand-weighted structural score (configuration-blind): the
+  higher-scored side is predicted faster, equal scores are a tie;
+- ``random``: a seeded random score per implementation, used the same way.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from cudaperf_env.ranker.features import context, vector
+from cudaperf_env.ranker.metrics import summary
+from cudaperf_env.ranker.model import PairwiseModel
+from cudaperf_env.ranker.pairs import Pair, config_key
+from cudaperf_env.ranker.train import Records, pair_rows
+from cudaperf_env.tasks.schema import Task
+
+
+def model_pair_probabilities(model: PairwiseModel, pairs: Sequence[Pair], records: Records) -> np.ndarray:
+    """P(the faster side is faster) per pair (NaN where a record is missing)."""
+    faster, slower, ctx, kept = pair_rows(pairs, records, model.features)
+    out = np.full(len(pairs), math.nan)
+    if kept:
+        out[kept] = model.probability(faster, slower, ctx)
+    return out
+
+
+def model_baseline_scores(model: PairwiseModel, tasks: Mapping[str, Task], records: Records,
+                          kind: str = "perf") -> dict[tuple[str, str], float]:  # fmt: skip
+    """Per non-baseline implementation: mean P(faster than the baseline) over the task's ``kind`` configurations."""
+    out: dict[tuple[str, str], float] = {}
+    for task in tasks.values():
+        base = records.get((task.id, task.baseline))
+        configs = task.perf_configs if kind == "perf" else task.configs
+        if base is None or not configs:
+            continue
+        for impl in task.implementations:
+            mine = records.get((task.id, impl.name))
+            if impl.name == task.baseline or mine is None:
+                continue
+            keys = [config_key(c) for c in configs]
+            a = np.array([vector(mine, k, model.features) for k in keys])
+            b = np.array([vector(base, k, model.features) for k in keys])
+            ctx = np.array([context(mine, k, kind) for k in keys])
+            out[(task.id, impl.name)] = float(np.mean(model.probability(a, b, ctx)))
+    return out
+
+
+def static_pair_probabilities(scores: Mapping[tuple[str, str], float], pairs: Sequence[Pair]) -> np.ndarray:
+    """1 / 0.5 / 0 where the faster side's score is above / equal to / below the slower side's (NaN: unscored)."""
+    out = []
+    for pair in pairs:
+        a, b = scores.get((pair.task, pair.faster), math.nan), scores.get((pair.task, pair.slower), math.nan)
+        out.append(math.nan if math.isnan(a) or math.isnan(b) else 1.0 if a > b else 0.5 if a == b else 0.0)
+    return np.array(out, float)
+
+
+def structural_scores(records: Records) -> dict[tuple[str, str], float]:
+    """The structural score of every record."""
+    return {key: float(r["static"].get("structural_score", math.nan)) for key, r in records.items()}
+
+
+def random_scores(records: Records, seed: int = 0) -> dict[tuple[str, str], float]:
+    """A seeded uniform random score per record (in sorted key order, so it does not depend on file order)."""
+    rng = random.Random(seed)
+    return {key: rng.random() for key in sorted(records)}
+
+
+def compare(model: PairwiseModel, pairs: Sequence[Pair], records: Records, tasks: Mapping[str, Task],
+            seed: int = 0) -> dict[str, Any]:  # fmt: skip
+    """The ranker's figures with ``structural`` and ``random`` objects of the same keys, on the same pairs."""
+    records = {key: r for key, r in records.items() if key[0] in tasks}
+    result = summary(pairs, model_pair_probabilities(model, pairs, records),
+                     model_baseline_scores(model, tasks, records), tasks)  # fmt: skip
+    for name, scores in (("structural", structural_scores(records)), ("random", random_scores(records, seed))):
+        own = {k: v for k, v in scores.items() if k[1] != tasks[k[0]].baseline}
+        result[name] = summary(pairs, static_pair_probabilities(scores, pairs), _against_baseline(own, scores, tasks),
+                               tasks)  # fmt: skip
+    return result
+
+
+def _against_baseline(own: Mapping[tuple[str, str], float], scores: Mapping[tuple[str, str], float],
+                      tasks: Mapping[str, Task]) -> dict[tuple[str, str], float]:  # fmt: skip
+    """A one-implementation score as a score against the baseline: its difference from the baseline's."""
+    out = {}
+    for (task_id, name), value in own.items():
+        base = scores.get((task_id, tasks[task_id].baseline), math.nan)
+        out[(task_id, name)] = 0.5 + 0.5 * (value - base) if math.isfinite(base) else math.nan
+    return out
