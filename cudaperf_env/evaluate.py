@@ -66,6 +66,7 @@ class Evaluation:
     per_config_ms: tuple[float, ...] = ()
     speedup_vs_c: float = math.nan
     speedup_vs_best: float = math.nan
+    speedup_bound: float = math.nan
     ranker_score: float = math.nan
     device: Mapping[str, object] = field(default_factory=dict)
     structure: StructuralReport | None = None
@@ -358,6 +359,7 @@ def _timing_fields(timing: TimingResult) -> dict[str, Any]:
         "per_config_ms": tuple(candidate_ms),
         "speedup_vs_c": speedup_over(timing.c_reference_ms, candidate_ms),
         "device": dict(timing.device),
+        "speedup_bound": timing.speedup_bound,
     }
 
 

@@ -48,6 +48,8 @@ def _success(task: Task, e: Evaluation) -> str:
         )
         if math.isfinite(e.speedup_vs_c):
             parts.append(f"That is {e.speedup_vs_c:.1f}x faster than {kind_of(task).reference_noun} on the CPU.")
+        if math.isfinite(e.speedup_bound):
+            parts.append(f"Timing stopped early: at most {e.speedup_bound:.2g}x, far slower than the baseline.")
         if e.timing_flags:
             parts.append(f"Speedup not credited: {'; '.join(e.timing_flags)}.")
     else:

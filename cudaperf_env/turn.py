@@ -71,6 +71,7 @@ class Turn:
             "speedup_lcb": e.speedup_lcb,
             "speedup_vs_best": e.speedup_vs_best,
             "timing_flagged": bool(e.timing_flags),
+            "speedup_capped": math.isfinite(e.speedup_bound),
             "runtime_ms": e.runtime_ms,
             "baseline_ms": e.baseline_ms,
             "speedup_vs_c": e.speedup_vs_c,

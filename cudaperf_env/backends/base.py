@@ -125,6 +125,10 @@ class TimingResult(Protocol):
     def phases(self) -> Mapping[str, float]: ...
     @property
     def c_reference_ms(self) -> Sequence[float]: ...
+    @property
+    def speedup_bound(self) -> float:
+        """Finite when timing stopped early: the speedup is at most this (below the reward's floor)."""
+        ...
 
 
 class Timer(Protocol):
