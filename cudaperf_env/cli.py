@@ -14,6 +14,7 @@ from rich.table import Table
 
 from cudaperf_env.datagen.cli import add_dataset_commands
 from cudaperf_env.errors import CudaPerfError
+from cudaperf_env.ranker.cli import add_ranker_commands
 
 SOURCE_SUFFIXES = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h")
 
@@ -36,6 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cudaperf", description=__doc__)
     sub = parser.add_subparsers(title="commands")
     add_dataset_commands(sub)
+    add_ranker_commands(sub)
 
     tasks = sub.add_parser("tasks", help="list or show tasks").add_subparsers(title="tasks commands")
     p = tasks.add_parser("list", help="list the tasks")

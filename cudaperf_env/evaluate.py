@@ -12,6 +12,7 @@ backend for its capabilities (timing, sanitizers), never for its type.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import shutil
@@ -30,6 +31,7 @@ from cudaperf_env.backends.base import Backend, Build, Crash, Job, TimingResult,
 from cudaperf_env.backends.reference import ReferenceOutputs
 from cudaperf_env.judge import ConfigOutcome, judge
 from cudaperf_env.kinds import kind_of
+from cudaperf_env.ranker import Ranker, load_ranker
 from cudaperf_env.source import extract_code, screen
 from cudaperf_env.source.screen import Finding
 from cudaperf_env.status import Status
@@ -193,6 +195,27 @@ def build(ctx: Context) -> Context | Evaluation:
     return ctx
 
 
+def rank(ctx: Context) -> Context | Evaluation:
+    """The learned ranker's probability that the code is faster than the task's baseline (shipped model only)."""
+    ranker = shipped_ranker()
+    if ranker is None:
+        return ctx
+    report: CompileReport = ctx.pending["check"].result()
+    started = time.perf_counter()
+    score = ranker.score(ctx.task, _code(ctx), report, ctx.result.structure)
+    ctx.seconds["ranker"] = time.perf_counter() - started
+    return ctx.update(ranker_score=score)
+
+
+@functools.cache
+def shipped_ranker() -> Ranker | None:
+    """The package's ranker, loaded once; None where no model ships (the ``ranker`` term is then left out)."""
+    try:
+        return load_ranker()
+    except FileNotFoundError:
+        return None
+
+
 def run_and_judge(ctx: Context) -> Context | Evaluation:
     """Run every configuration in the worker and compare with the expected outputs."""
     want = ctx.pending["expected"].result()
@@ -255,6 +278,7 @@ STAGES: tuple[Stage, ...] = (
     launch,
     check_compiles,
     build,
+    rank,
     run_and_judge,
     sanitize,
     time_against_baseline,

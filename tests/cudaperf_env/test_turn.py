@@ -75,3 +75,14 @@ def test_outputs_larger_than_the_reference_cache_are_returned_not_evicted():
     turn = grade(task, VADD, evaluator=evaluator)
     assert turn.status == "ok", turn.feedback
     assert math.isnan(turn.evaluation.speedup)
+
+
+def test_the_ranker_stage_scores_compiled_code_when_a_model_ships(grader):
+    from cudaperf_env.evaluate import shipped_ranker
+
+    if shipped_ranker() is None:
+        pytest.skip("no ranker model ships in cudaperf_env/ranker/data yet")
+    task = load_tasks()["c2cuda/saxpy_f32"]
+    turn = grader.grade(task, f"```cuda\n{task.implementation(task.baseline).source}```")
+    assert 0.0 <= turn.info()["ranker_score"] <= 1.0
+    assert turn.info()["reward/ranker"] == pytest.approx(0.25 * turn.info()["ranker_score"])
