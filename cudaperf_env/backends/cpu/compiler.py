@@ -100,7 +100,8 @@ def prebuild(timeout_s: float = PREBUILD_TIMEOUT_S) -> bool:
 
     Safe from any number of threads and processes at once: one holds the folder's lock and
     builds (both compilers in parallel), the others return False at once; every file appears
-    whole (written aside, then renamed). A failure is logged to ``prebuild.log`` in the folder.
+    whole (written aside, then renamed). A failure is logged to ``prebuild.log`` in the folder
+    (builds then stay header-only; delete the folder to try again).
     """
     runtime = prebuilt_runtime()
     if runtime.ready():
@@ -169,17 +170,14 @@ def build_cpu(translation_unit: str, timeout_s: float = 60.0, cancel: threading.
     """Compile a complete translation unit (pre-passed code + harness shim) for the CPU runtime.
 
     Links the prebuilt runtime when it is ready; else compiles the whole runtime into this
-    library (header-only) and starts :func:`prebuild` in the background. Both give the same
+    library (header-only), then starts :func:`prebuild` in the background. Both give the same
     behaviour; the cache key (the flags name the runtime's files) keeps their builds apart.
     """
     runtime = prebuilt_runtime()
-    if runtime.ready():
-        linked = ["-include", str(runtime.header), str(runtime.runtime_object)]
-    else:
-        _start_prebuild(str(runtime.folder))
-        linked = ["-include", RUNTIME_HEADER]
+    ready = runtime.ready()
+    linked = ["-include", str(runtime.header), str(runtime.runtime_object)] if ready else ["-include", RUNTIME_HEADER]
     flags = [*BASE_FLAGS, *include_flags(), *linked, *LINK_FLAGS, "-x", "c++"]
-    return build_library(
+    result = build_library(
         tools.host_compiler("g++"),
         flags,
         translation_unit,
@@ -189,3 +187,8 @@ def build_cpu(translation_unit: str, timeout_s: float = 60.0, cancel: threading.
         timeout_s=timeout_s,
         cancel=cancel,
     )
+    # Started after this build, which it would slow down even niced (2 cores, measured). Not
+    # again after a failure (prebuild.log): the same compiler and headers would fail the same way.
+    if not ready and not (runtime.folder / "prebuild.log").exists():
+        _start_prebuild(str(runtime.folder))
+    return result

@@ -145,3 +145,10 @@ def test_the_prebuilt_runtime_is_keyed_by_compiler_and_headers(monkeypatch: pyte
     monkeypatch.undo()
     compiler._prebuilt_key.cache_clear()
     assert len({first, other_compiler, other_headers}) == 3 and compiler._prebuilt_key() == first
+
+
+def test_a_failed_prebuild_is_not_retried_and_builds_stay_header_only(cold_cache: list[str], tmp_path: Path) -> None:
+    runtime = compiler.prebuilt_runtime()
+    (runtime.folder / "prebuild.log").write_text("g++: internal compiler error\n")
+    library = build(SAXPY.implementation("naive").source)
+    assert cold_cache == [] and saxpy_is_correct(library, tmp_path)
