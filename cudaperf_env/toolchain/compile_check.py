@@ -14,6 +14,7 @@ import subprocess
 import tempfile
 import threading
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from cudaperf_env.toolchain import tools
@@ -117,9 +118,15 @@ def parse_ptxas(output: str) -> tuple[str, tuple[KernelResources, ...]]:
 
 def demangle(names: list[str]) -> list[str]:
     """Demangle C++ symbol names with c++filt when available (else unchanged)."""
+    return list(_demangled(tuple(names))) if names else names
+
+
+@lru_cache(maxsize=1024)
+def _demangled(names: tuple[str, ...]) -> tuple[str, ...]:
+    """Memoized: most submissions name the same kernels, and c++filt is a process (6 ms) on the step's path."""
     filt = shutil.which("c++filt")
-    if not names or not filt:
+    if not filt:
         return names
     out = subprocess.run([filt], input="\n".join(names), capture_output=True, text=True, check=False)
-    lines = out.stdout.splitlines()
+    lines = tuple(out.stdout.splitlines())
     return lines if len(lines) == len(names) else names
