@@ -1,0 +1,184 @@
+"""The agent's commands: ``cudaperf agent run`` and ``cudaperf evaluate`` (added by :func:`add_agent_commands`)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.panel import Panel
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from agents.records import TurnRecord
+
+
+def add_agent_commands(subparsers: Any) -> None:
+    """Add ``agent run`` and ``evaluate`` to the ``cudaperf`` command's subparsers."""
+    agent = subparsers.add_parser("agent", help="run the bundled LLM agent").add_subparsers(title="agent commands")
+    p = agent.add_parser("run", help="roll the agent out on a task or a split; JSONL records and a summary")
+    _task_args(p)
+    _policy_args(p)
+    p.add_argument("--out", default="trajectories.jsonl", help="JSONL file of turn records (default: %(default)s)")
+    p.add_argument("--show", action=argparse.BooleanOptionalAction, default=None,
+                   help="print every reply and its feedback (default: on for one task)")  # fmt: skip
+    p.set_defaults(run=_run)
+
+    p = subparsers.add_parser("evaluate", help="the evaluation harness: pass@k, fast_p, per-turn tables, plots")
+    _task_args(p, required=False)
+    _policy_args(p)
+    p.add_argument("--trajectories", help="report on an existing JSONL trajectory file instead of running a policy")
+    p.add_argument("--out-dir", default="eval", help="where report.json, the plots and trajectories.jsonl go")
+    p.add_argument("--no-plots", action="store_true", help="write report.json only")
+    p.set_defaults(run=_evaluate)
+
+
+def _task_args(p: argparse.ArgumentParser, required: bool = True) -> None:
+    group = p.add_mutually_exclusive_group(required=required)
+    group.add_argument("--task", action="append", help="task id or task file (repeatable)")
+    group.add_argument("--split", choices=["train", "validation", "test"], help="a split of the shipped dataset")
+    group.add_argument("--task-dir", help="every task in a directory of task files")
+    p.add_argument("--limit", type=int, help="only the first N tasks")
+
+
+def _policy_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--policy", default="transformers", choices=["transformers", "vllm", "openai"])
+    p.add_argument("--model", help="local model directory or .gguf file (default: the embedded SmolLM2-135M); "
+                                   "for --policy openai, the served model's name")  # fmt: skip
+    p.add_argument("--adapter", help="LoRA adapter directory (transformers, vllm)")
+    p.add_argument("--base-url", default="http://127.0.0.1:8000/v1", help="OpenAI-compatible server (openai)")
+    p.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable with the API key")
+    p.add_argument("--device", default="auto", help="transformers: cpu, cuda or auto")
+    p.add_argument("--turns", type=int, default=3, help="replies per trajectory (default: %(default)s)")
+    p.add_argument("--group", type=int, default=1, help="trajectories per task, G (default: %(default)s)")
+    p.add_argument("--max-tokens", type=int, default=512, help="new tokens per reply (default: %(default)s)")
+    p.add_argument("--temperature", type=float, default=0.7)
+    p.add_argument("--top-p", type=float, default=0.95)
+    p.add_argument("--backend", default="auto", choices=["cpu", "cuda", "auto"])
+    p.add_argument("--seed", type=int, default=0, help="seed of sampling and of the graded inputs")
+
+
+def _tasks(args: argparse.Namespace) -> list[Any]:
+    from cudaperf_env.tasks import find_task, load_tasks
+
+    if args.task:
+        tasks = [find_task(t, None) for t in args.task]
+    elif args.split:
+        from cudaperf_env.dataset import load_dataset
+
+        tasks = list(load_dataset(args.split, labels=False).values())
+    else:
+        tasks = list(load_tasks(args.task_dir).values())
+    return tasks[: args.limit] if args.limit else tasks
+
+
+def _policy(args: argparse.Namespace) -> Any:
+    from agents.policies import make_policy
+
+    if args.policy == "openai":
+        return make_policy("openai", args.model, base_url=args.base_url, api_key_env=args.api_key_env)
+    kwargs: dict[str, Any] = {"adapter": args.adapter}
+    if args.policy == "transformers":
+        kwargs["device"] = args.device
+    return make_policy(args.policy, args.model, **kwargs)
+
+
+def _config(args: argparse.Namespace) -> Any:
+    from agents.policies.base import Sampling
+    from agents.rollout import RolloutConfig
+
+    sampling = Sampling(temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens)
+    return RolloutConfig(turns=args.turns, group=args.group, sampling=sampling, seed=args.seed)
+
+
+def _roll(args: argparse.Namespace, out: Path, show: bool, console: Console) -> list[TurnRecord]:
+    from agents.evaluate import evaluate_policy
+    from cudaperf_env.backends import make_backend
+    from cudaperf_env.evaluate import Evaluator
+
+    tasks = _tasks(args)
+    config = _config(args)
+    with console.status(f"loading the {args.policy} policy ..."):
+        policy = _policy(args)
+    evaluator = Evaluator(make_backend(args.backend))
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console) as progress:
+        bar = progress.add_task("turns", total=len(tasks) * config.turns)
+
+        def on_turn(task: Any, number: int, records: list[TurnRecord]) -> None:
+            progress.update(bar, description=f"{task.id} turn {number}", advance=1)
+            if show:
+                for r in records:
+                    _show(console, r)
+
+        records = evaluate_policy(policy, tasks, evaluator, config, out, on_turn)
+        progress.update(bar, completed=len(tasks) * config.turns)
+    return records
+
+
+def _run(args: argparse.Namespace) -> int:
+    console = Console()
+    start = time.perf_counter()
+    show = args.show if args.show is not None else bool(args.task) and len(args.task) == 1
+    records = _roll(args, Path(args.out), show, console)
+    console.print(_summary(records))
+    console.print(f"{len(records)} turn records in {args.out} ({time.perf_counter() - start:.1f} s)")
+    return 0
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from agents.evaluate import write_report
+    from agents.records import read_records
+
+    console = Console()
+    out_dir = Path(args.out_dir)
+    if args.trajectories:
+        records = read_records(args.trajectories)
+    elif args.task or args.split or args.task_dir:
+        records = _roll(args, out_dir / "trajectories.jsonl", False, console)
+    else:
+        console.print("[red]error:[/red] give --task, --split, --task-dir or --trajectories FILE")
+        return 2
+    report = write_report(records, out_dir, plots=not args.no_plots)
+    console.print(_report_table(report))
+    console.print(f"report: {out_dir / 'report.json'}")
+    return 0
+
+
+def _show(console: Console, r: TurnRecord) -> None:
+    title = f"{r.task_id} trajectory {r.trajectory} turn {r.turn}: {r.status} (reward {r.reward:+.2f})"
+    console.print(Panel(r.reply or "(empty reply)", title=title, title_align="left"))
+    console.print(Panel(r.feedback, title="feedback", title_align="left", style="dim"))
+
+
+def _summary(records: list[TurnRecord]) -> Table:
+    table = Table(title="turns")
+    for column in ("task", "traj", "turn", "status", "correct", "reward", "return", "tokens", "gen s", "grade s"):
+        table.add_column(column)
+    for r in records:
+        table.add_row(r.task_id, str(r.trajectory), str(r.turn), r.status, "yes" if r.correct else "no",
+                      f"{r.reward:+.3f}", f"{r.returns:+.3f}", str(r.completion_tokens),
+                      f"{r.generate_seconds:.1f}", f"{r.grade_seconds:.1f}")  # fmt: skip
+    return table
+
+
+def _report_table(report: dict[str, Any]) -> Table:
+    table = Table(title=f"{report['tasks']} tasks, {report['trajectories']} trajectories, {report['turns']} turns")
+    table.add_column("metric")
+    table.add_column("value")
+    for k, v in report["pass_at_k"].items():
+        table.add_row(f"pass@{k}", _fmt(v))
+    for p, v in report["fast_p"].items():
+        table.add_row(f"fast_{p}", _fmt(v))
+    table.add_row("geomean speedup (correct)", _fmt(report["geomean_speedup"]))
+    for row in report["per_turn"]:
+        table.add_row(f"correct by turn {row['turn']}", _fmt(row["correct_by_turn"]))
+    for status, share in report["status"].items():
+        table.add_row(f"status {status}", _fmt(share))
+    return table
+
+
+def _fmt(value: Any) -> str:
+    return "n/a" if value is None else f"{value:.3f}"

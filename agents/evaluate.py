@@ -1,0 +1,54 @@
+"""The evaluation harness: roll a policy out over a set of tasks, write the trajectories, report the metrics.
+
+:func:`evaluate_policy` streams records to a JSONL file as each task finishes
+(so an interrupted run keeps what it did), then :func:`write_report` turns
+records, live or read back with :func:`agents.records.read_records`, into
+``report.json`` plus the fast_p and per-turn PNG plots.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from agents.plots import plot_fast_p, plot_per_turn
+from agents.policies.base import Policy
+from agents.records import TurnRecord, write_records
+from agents.report import build_report
+from agents.rollout import OnTurn, RolloutConfig, rollout
+from cudaperf_env.evaluate import Evaluator
+from cudaperf_env.tasks.schema import Task
+
+
+def evaluate_policy(
+    policy: Policy,
+    tasks: Sequence[Task],
+    evaluator: Evaluator,
+    config: RolloutConfig,
+    out: str | Path,
+    on_turn: OnTurn | None = None,
+) -> list[TurnRecord]:
+    """Roll ``policy`` out on every task; records are appended to ``out`` (JSONL) task by task."""
+    path = Path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    records: list[TurnRecord] = []
+    with path.open("w", encoding="utf-8") as f:
+        for task in tasks:
+            done = rollout(policy, task, evaluator, config, on_turn)
+            write_records(done, f)
+            records += done
+    return records
+
+
+def write_report(records: Sequence[TurnRecord], out_dir: str | Path, plots: bool = True) -> dict[str, Any]:
+    """``report.json`` (and ``fast_p.png``, ``per_turn.png``) in ``out_dir``; returns the report."""
+    directory = Path(out_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    report = build_report(records)
+    (directory / "report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    if plots and records:
+        plot_fast_p(report, directory / "fast_p.png")
+        plot_per_turn(report, directory / "per_turn.png")
+    return report

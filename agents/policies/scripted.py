@@ -1,0 +1,54 @@
+"""A policy that replays canned replies: for tests, examples and dry runs of the harness."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from agents.policies.base import Generation, Message, Sampling, check_batch
+
+ReplyFn = Callable[[Sequence[Message], int], str]
+"""``(conversation, sample index) -> reply``."""
+
+
+@dataclass
+class ScriptedPolicy:
+    """Answers from a script: a list of replies taken in turn, or a function of the conversation.
+
+    A list is consumed cyclically across calls, so a group of 2 over 3 turns with
+    ``["bad", "good"]`` gets bad/good at every turn.
+
+    Args:
+        replies: Canned replies, or a function ``(conversation, sample index) -> reply``.
+        name: The model name written into records.
+        context_window: Pretended context size (tokens are counted as characters / 4).
+    """
+
+    replies: Sequence[str] | ReplyFn
+    name: str = "scripted"
+    context_window: int = 32768
+
+    def __post_init__(self) -> None:
+        self._next = 0
+        if not callable(self.replies) and not self.replies:
+            raise ValueError("ScriptedPolicy needs at least one reply")
+
+    def generate(
+        self, messages_batch: Sequence[Sequence[Message]], n: int, sampling: Sampling
+    ) -> list[list[Generation]]:
+        check_batch(messages_batch, n)
+        out = []
+        for messages in messages_batch:
+            out.append([Generation(self._reply(messages, j), finish_reason="stop",
+                                   prompt_tokens=self.count_tokens(messages)) for j in range(n)])  # fmt: skip
+        return out
+
+    def count_tokens(self, messages: Sequence[Message]) -> int:
+        return sum(len(m["content"]) for m in messages) // 4 + 4 * len(messages)
+
+    def _reply(self, messages: Sequence[Message], j: int) -> str:
+        if callable(self.replies):
+            return self.replies(messages, j)
+        reply = self.replies[self._next % len(self.replies)]
+        self._next += 1
+        return reply

@@ -1,0 +1,195 @@
+"""A local transformers model as a policy: chat template, batched seeded sampling, CPU or GPU.
+
+Loads a model directory or a GGUF file (``gguf_file=``; transformers de-quantizes
+it to float). Never downloads: ``local_files_only`` is always set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from agents.errors import MissingDependencyError
+from agents.model import split_model_path
+from agents.policies.base import Generation, Message, Sampling, check_batch, stop_at_code_block_end
+
+_HINT = "install the agent extra: pip install 'cudaperf-env[agent]'"
+
+
+def _import_transformers() -> Any:
+    try:
+        import torch
+        import transformers
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise MissingDependencyError(f"the transformers policy needs torch and transformers ({_HINT}): {exc}") from exc
+    return torch, transformers
+
+
+class TransformersPolicy:
+    """Samples replies from a local causal LM.
+
+    Args:
+        model: A model directory or a ``.gguf`` file (or a loaded ``PreTrainedModel``).
+        tokenizer: A loaded tokenizer; default: loaded from ``model``'s path.
+        gguf_file: The GGUF file inside the ``model`` directory (inferred from a ``.gguf`` path).
+        device: ``cpu``, ``cuda``, ``cuda:1``, or ``auto`` (CUDA when available).
+        dtype: ``float32``, ``bfloat16`` or ``auto`` (bfloat16 on CUDA, float32 on CPU).
+        context_window: Override the model's ``max_position_embeddings``.
+        adapter: A PEFT LoRA adapter directory applied on top of the model.
+        name: Written into records (default: the model path).
+    """
+
+    def __init__(
+        self,
+        model: str | Path | Any,
+        tokenizer: Any = None,
+        *,
+        gguf_file: str | None = None,
+        device: str = "auto",
+        dtype: str = "auto",
+        context_window: int | None = None,
+        adapter: str | Path | None = None,
+        name: str | None = None,
+    ) -> None:
+        torch, transformers = _import_transformers()
+        self._torch = torch
+        self.device = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
+        if isinstance(model, (str, Path)):
+            directory, inferred = split_model_path(model)
+            gguf = gguf_file or inferred
+            kwargs: dict[str, Any] = {"local_files_only": True, **({"gguf_file": gguf} if gguf else {})}
+            self.tokenizer = tokenizer or transformers.AutoTokenizer.from_pretrained(directory, **kwargs)
+            torch_dtype = _dtype(torch, dtype, self.device)
+            self.model = transformers.AutoModelForCausalLM.from_pretrained(directory, dtype=torch_dtype, **kwargs)
+            self.name = name or str(model)
+        else:
+            if tokenizer is None:
+                raise ValueError("a loaded model needs its tokenizer: TransformersPolicy(model, tokenizer)")
+            self.model, self.tokenizer, self.name = model, tokenizer, name or type(model).__name__
+        if adapter is not None:
+            self.model = _with_adapter(self.model, adapter)
+        self.model.to(self.device).eval()
+        if self.tokenizer.pad_token_id is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.context_window = context_window or int(getattr(self.model.config, "max_position_embeddings", 2048))
+
+    def count_tokens(self, messages: Sequence[Message]) -> int:
+        return len(self._encode(messages))
+
+    def generate(
+        self, messages_batch: Sequence[Sequence[Message]], n: int, sampling: Sampling
+    ) -> list[list[Generation]]:
+        """``n`` samples per conversation; the same seed and inputs give the same replies."""
+        check_batch(messages_batch, n)
+        torch = self._torch
+        prompts = [self._encode(m) for m in messages_batch]
+        width = max(len(p) for p in prompts)
+        pad = self.tokenizer.pad_token_id
+        ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts], device=self.device)  # (B, T) left-padded
+        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=self.device)
+        torch.manual_seed(sampling.seed)
+        with torch.no_grad():
+            out = self.model.generate(
+                input_ids=ids, attention_mask=mask, num_return_sequences=n, max_new_tokens=sampling.max_tokens,
+                pad_token_id=pad, return_dict_in_generate=True, output_logits=sampling.logprobs,
+                stopping_criteria=self._stopping(sampling, width), **_sampling_kwargs(sampling),
+            )  # fmt: skip
+        new = out.sequences[:, width:]  # (B * n, T_new)
+        logprobs = _token_logprobs(torch, out.logits, new) if sampling.logprobs else None
+        eos = set(_eos_ids(self.model, self.tokenizer))
+        gens = [
+            self._generation(new[r].tolist(), logprobs[r] if logprobs else None, eos, sampling, len(prompts[r // n]))
+            for r in range(new.shape[0])
+        ]
+        return [gens[i * n : (i + 1) * n] for i in range(len(prompts))]
+
+    def _encode(self, messages: Sequence[Message]) -> list[int]:
+        encoded = self.tokenizer.apply_chat_template(list(messages), add_generation_prompt=True, tokenize=True)
+        if isinstance(encoded, dict) or hasattr(encoded, "input_ids"):
+            encoded = encoded["input_ids"]
+        return list(encoded)
+
+    def _stopping(self, sampling: Sampling, width: int) -> Any:
+        from transformers import StoppingCriteria, StoppingCriteriaList
+
+        tokenizer = self.tokenizer
+        stops = sampling.stop
+
+        class _Stop(StoppingCriteria):  # type: ignore[misc]
+            def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+                texts = tokenizer.batch_decode(input_ids[:, width:], skip_special_tokens=True)
+                done = [_should_stop(t, stops, sampling.stop_after_code_block) for t in texts]
+                return input_ids.new_tensor(done, dtype=bool)
+
+        return StoppingCriteriaList([_Stop()]) if stops or sampling.stop_after_code_block else None
+
+    def _generation(self, tokens: list[int], logprobs: list[float] | None, eos: set[int], sampling: Sampling,
+                    prompt_tokens: int) -> Generation:  # fmt: skip
+        cut = next((i for i, t in enumerate(tokens) if t in eos), None)
+        kept = tokens if cut is None else tokens[:cut]
+        text = self.tokenizer.decode(kept, skip_special_tokens=True)
+        trimmed = _trim(text, sampling)
+        finish = "stop" if cut is not None or trimmed != text else "length"
+        if trimmed != text:  # a stop string or a closed code block ended it: drop the tokens past it
+            kept = _tokens_covering(self.tokenizer, kept, trimmed)
+        lp = tuple(logprobs[: len(kept)]) if logprobs is not None else ()
+        return Generation(trimmed, tuple(kept), lp, finish, prompt_tokens)
+
+
+def _should_stop(text: str, stops: tuple[str, ...], after_block: bool) -> bool:
+    return any(s in text for s in stops) or (after_block and stop_at_code_block_end(text) is not None)
+
+
+def _trim(text: str, sampling: Sampling) -> str:
+    """Cut ``text`` at the first stop string (excluded) or after its first closed code block."""
+    for s in sampling.stop:
+        if s in text:
+            text = text[: text.index(s)]
+    if sampling.stop_after_code_block:
+        text = stop_at_code_block_end(text) or text
+    return text
+
+
+def _tokens_covering(tokenizer: Any, tokens: list[int], text: str) -> list[int]:
+    """The shortest prefix of ``tokens`` whose decoding covers ``text``."""
+    for k in range(1, len(tokens) + 1):
+        if len(tokenizer.decode(tokens[:k], skip_special_tokens=True)) >= len(text):
+            return tokens[:k]
+    return tokens
+
+
+def _sampling_kwargs(sampling: Sampling) -> dict[str, Any]:
+    if sampling.greedy:
+        return {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
+    return {"do_sample": True, "temperature": sampling.temperature, "top_p": sampling.top_p,
+            "top_k": sampling.top_k or None}  # fmt: skip
+
+
+def _token_logprobs(torch: Any, logits: Sequence[Any], new: Any) -> list[list[float]]:
+    """Log-probability of each generated token under the model's raw (untempered) distribution."""
+    steps = torch.stack(list(logits), dim=1).float().log_softmax(-1)  # (B * n, T_new, V)
+    picked = steps.gather(-1, new[:, : steps.shape[1], None]).squeeze(-1)  # (B * n, T_new)
+    return [row.tolist() for row in picked]
+
+
+def _eos_ids(model: Any, tokenizer: Any) -> list[int]:
+    eos = getattr(model.generation_config, "eos_token_id", None)
+    ids = eos if isinstance(eos, list) else [eos] if eos is not None else []
+    return [*ids, tokenizer.eos_token_id, tokenizer.pad_token_id]
+
+
+def _dtype(torch: Any, dtype: str, device: str) -> Any:
+    if dtype == "auto":
+        return torch.bfloat16 if device.startswith("cuda") else torch.float32
+    if dtype not in ("float32", "bfloat16", "float16"):
+        raise ValueError(f"dtype must be auto, float32, bfloat16 or float16, got {dtype!r}")
+    return getattr(torch, dtype)
+
+
+def _with_adapter(model: Any, adapter: str | Path) -> Any:
+    try:
+        from peft import PeftModel
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise MissingDependencyError(f"a LoRA adapter needs peft ({_HINT})") from exc
+    return PeftModel.from_pretrained(model, str(adapter), local_files_only=True)

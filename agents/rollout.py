@@ -1,0 +1,153 @@
+"""Reflective multi-turn rollouts: G trajectories per task, each turn's replies graded together.
+
+A trajectory is a conversation: system prompt, task prompt, reply, feedback,
+reply, ... At turn 1 every trajectory of a group shares the prompt, so the
+policy samples the G replies in one call (a GRPO group); later turns each
+continue their own conversation (one batched call). Each turn's G replies are
+graded together with :func:`cudaperf_env.turn.grade_many`. A trajectory ends
+when its reply is correct (as the environment terminates) unless
+``RolloutConfig.stop_when_correct`` is off, or after ``turns`` turns.
+
+Rewards are the turn function's (potential-based: a turn earns its score minus
+the previous turn's, so a trajectory's rewards sum to its last score); each
+turn's return is the discounted sum of the scores from it on
+(:func:`cudaperf_env.reward.discounted_returns`, Kevin's credit).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents.context import SYSTEM_PROMPT, Exchange, conversation
+from agents.policies.base import Generation, Message, Policy, Sampling
+from agents.records import TurnRecord
+from cudaperf_env.evaluate import Evaluator
+from cudaperf_env.prompt import task_prompt, turn_prompt
+from cudaperf_env.reward import RewardConfig, discounted_returns
+from cudaperf_env.tasks.schema import Task
+from cudaperf_env.turn import Turn, grade_many
+
+
+@dataclass(frozen=True)
+class RolloutConfig:
+    """How to roll out a policy on a task.
+
+    Attributes:
+        turns: Most replies per trajectory (the first plus ``turns - 1`` refinements).
+        group: Trajectories per task (G of a GRPO group).
+        sampling: Sampling of every generation; its seed is the base of each call's seed.
+        gamma: Discount of the per-turn returns.
+        seed: Seed of the rollout: generation seeds and the graded input values derive from it.
+        stop_when_correct: End a trajectory at its first correct reply (the environment's termination).
+        system_prompt: The system message of every conversation.
+        reward: The reward preset and weights.
+    """
+
+    turns: int = 3
+    group: int = 1
+    sampling: Sampling = field(default_factory=Sampling)
+    gamma: float = 0.4
+    seed: int = 0
+    stop_when_correct: bool = True
+    system_prompt: str = SYSTEM_PROMPT
+    reward: RewardConfig = field(default_factory=RewardConfig)
+
+    def __post_init__(self) -> None:
+        if self.turns < 1 or self.group < 1:
+            raise ValueError(f"turns and group must be >= 1, got turns={self.turns}, group={self.group}")
+        if not 0.0 <= self.gamma <= 1.0:
+            raise ValueError(f"gamma must be in [0, 1], got {self.gamma}")
+
+
+@dataclass
+class _Trajectory:
+    """One conversation's state during a rollout."""
+
+    history: list[Exchange] = field(default_factory=list)
+    turns: list[Turn] = field(default_factory=list)
+    pending: list[dict[str, Any]] = field(default_factory=list)  # per turn: prompt, dropped, tokens, timings
+    done: bool = False
+
+
+OnTurn = Callable[[Task, int, list[TurnRecord]], None]
+"""Called after each graded turn with the task, the turn number and its (provisional) records."""
+
+
+def turn_seed(seed: int, turn: int) -> int:
+    """The generation seed of a turn: distinct per turn, fixed by the rollout's seed."""
+    return seed * 1_000 + turn
+
+
+def rollout(policy: Policy, task: Task, evaluator: Evaluator, config: RolloutConfig,
+            on_turn: OnTurn | None = None) -> list[TurnRecord]:  # fmt: skip
+    """Roll ``config.group`` trajectories of ``policy`` on ``task``; one record per graded turn.
+
+    Records come ordered by trajectory, then turn; ``returns`` are final (computed
+    once each trajectory ended), the records passed to ``on_turn`` carry the
+    score as a provisional return.
+    """
+    trajs = [_Trajectory() for _ in range(config.group)]
+    prompt = task_prompt(task)
+    budget = policy.context_window - config.sampling.max_tokens
+    for number in range(1, config.turns + 1):
+        active = [t for t in trajs if not t.done]
+        if not active:
+            break
+        sampling = config.sampling.with_seed(turn_seed(config.seed, number))
+        convs = [conversation(config.system_prompt, prompt, t.history, budget, policy.count_tokens) for t in active]
+        gens, gen_s = _generate(policy, [c[0] for c in convs], sampling, shared=number == 1)
+        start = time.perf_counter()
+        graded = grade_many(task, [g.text for g in gens], [t.turns[-1] if t.turns else None for t in active],
+                            evaluator=evaluator, reward=config.reward, seed=config.seed)  # fmt: skip
+        grade_s = time.perf_counter() - start
+        for traj, (messages, dropped), gen, turn in zip(active, convs, gens, graded, strict=True):
+            traj.turns.append(turn)
+            traj.pending.append(dict(prompt=messages, dropped=dropped, gen=gen, gen_s=gen_s, grade_s=grade_s))
+            traj.history.append(Exchange(gen.text, turn_prompt(task, turn.feedback, number, config.turns), turn.status))
+            traj.done = (turn.correct and config.stop_when_correct) or number == config.turns
+        if on_turn is not None:
+            on_turn(task, number, [_record(task, i, t, len(t.turns) - 1, policy.name, config, None)
+                                   for i, t in enumerate(trajs) if len(t.turns) == number])  # fmt: skip
+    return [r for i, t in enumerate(trajs) for r in _records(task, i, t, policy.name, config)]
+
+
+def _generate(policy: Policy, messages: list[list[Message]], sampling: Sampling,
+              shared: bool) -> tuple[list[Generation], float]:  # fmt: skip
+    """One generation per conversation; ``shared``: all conversations are the same prompt (sample n at once)."""
+    start = time.perf_counter()
+    if shared:
+        gens = policy.generate([messages[0]], len(messages), sampling)[0]
+    else:
+        gens = [g[0] for g in policy.generate(messages, 1, sampling)]
+    return gens, time.perf_counter() - start
+
+
+def _records(task: Task, index: int, traj: _Trajectory, model: str, config: RolloutConfig) -> list[TurnRecord]:
+    returns = discounted_returns([t.reward.score for t in traj.turns], config.gamma)
+    return [_record(task, index, traj, k, model, config, returns[k]) for k in range(len(traj.turns))]
+
+
+def _record(task: Task, index: int, traj: _Trajectory, k: int, model: str, config: RolloutConfig,
+            ret: float | None) -> TurnRecord:  # fmt: skip
+    turn, extra = traj.turns[k], traj.pending[k]
+    gen: Generation = extra["gen"]
+    info = turn.as_json()
+    speedup = info.get("speedup")
+    return TurnRecord(
+        task_id=task.id, family=task.family, trajectory=index, turn=turn.number, reply=gen.text,
+        status=turn.status, correct=turn.correct, compiled=bool(info.get("compiled")), speedup=speedup,
+        reward=turn.reward.total, score=turn.reward.score, returns=turn.reward.score if ret is None else ret,
+        reward_terms=dict(turn.reward.terms), model=model, seed=config.seed, prompt=extra["prompt"],
+        feedback=turn.feedback, dropped_turns=extra["dropped"], prompt_tokens=gen.prompt_tokens,
+        completion_tokens=gen.completion_tokens, generate_seconds=extra["gen_s"], grade_seconds=extra["grade_s"],
+        info={k: v for k, v in info.items() if not isinstance(v, dict | list) and k != "feedback"},
+    )  # fmt: skip
+
+
+def rollouts(policy: Policy, tasks: Sequence[Task], evaluator: Evaluator, config: RolloutConfig,
+             on_turn: OnTurn | None = None) -> list[TurnRecord]:  # fmt: skip
+    """:func:`rollout` over several tasks, in order."""
+    return [r for task in tasks for r in rollout(policy, task, evaluator, config, on_turn)]

@@ -1,0 +1,86 @@
+"""Rollouts with a scripted policy, graded for real on the CPU backend, and their JSONL records."""
+
+import json
+
+import pytest
+
+from agents.context import Exchange, conversation
+from agents.evaluate import evaluate_policy, write_report
+from agents.policies import Sampling, ScriptedPolicy
+from agents.records import read_records
+from agents.rollout import RolloutConfig, rollout
+from cudaperf_env.backends import make_backend
+from cudaperf_env.evaluate import Evaluator
+from cudaperf_env.reward import discounted_returns
+from cudaperf_env.tasks import load_tasks
+
+TASK = load_tasks()["c2cuda/saxpy_f32"]
+GOOD = f"```cuda\n{TASK.implementation('naive').source}```"
+GARBAGE = "I am not sure how to do this."
+
+
+@pytest.fixture(scope="module")
+def evaluator():
+    return Evaluator(make_backend("cpu"))
+
+
+def test_group_rollout_records_every_turn_with_rewards_and_returns(evaluator, tmp_path):
+    # trajectory 0 fails twice then succeeds; trajectory 1 is correct at once and stops.
+    def script(messages, j):
+        turn = sum(m["role"] == "assistant" for m in messages) + 1
+        if turn == 1:
+            return [GARBAGE, GOOD][j]
+        return GARBAGE if turn == 2 else GOOD
+
+    policy = ScriptedPolicy(script, name="script")
+    config = RolloutConfig(turns=3, group=2, seed=0, gamma=0.5)
+    out = tmp_path / "traj.jsonl"
+    seen = []
+    records = evaluate_policy(policy, [TASK], evaluator, config, out, on_turn=lambda t, n, rs: seen.append(n))
+    assert seen == [1, 2, 3]
+    assert [(r.trajectory, r.turn, r.status, r.correct) for r in records] == [
+        (0, 1, "format_error", False), (0, 2, "format_error", False), (0, 3, "ok", True), (1, 1, "ok", True)]  # fmt: skip
+    t0 = [r for r in records if r.trajectory == 0]
+    # potential-based: the rewards of a trajectory sum to its last score
+    assert sum(r.reward for r in t0) == pytest.approx(t0[-1].score)
+    assert [r.returns for r in t0] == pytest.approx(discounted_returns([r.score for r in t0], 0.5))
+    # the conversation grows: turn 3 saw both earlier replies and their feedback
+    assert [m["role"] for m in t0[2].prompt] == ["system", "user", "assistant", "user", "assistant", "user"]
+    assert t0[2].prompt[2]["content"] == GARBAGE and "Turn 2/3 feedback" in t0[2].prompt[5]["content"]
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(lines) == 4
+    for key in ("task_id", "trajectory", "turn", "reply", "status", "correct", "reward", "model", "reward_terms",
+                "prompt", "feedback", "generate_seconds", "grade_seconds"):  # fmt: skip
+        assert key in lines[0]
+    assert lines[0]["model"] == "script" and lines[3]["reward_terms"]["correct"] == 1.0
+    assert read_records(out) == records
+
+
+def test_report_over_the_written_trajectories(evaluator, tmp_path):
+    policy = ScriptedPolicy([GOOD, GARBAGE, GARBAGE, GARBAGE])
+    records = rollout(policy, TASK, evaluator, RolloutConfig(turns=1, group=4))
+    report = write_report(records, tmp_path)
+    assert report["pass_at_k"] == {"1": pytest.approx(0.25), "4": 1.0}
+    assert report["fast_p"]["0.0"] == pytest.approx(0.25) and report["fast_p"]["1.0"] == 0.0  # CPU: no speedup
+    assert report["status"] == {"format_error": 0.75, "ok": 0.25}
+    assert report["per_family"]["elementwise"]["tasks"] == 1
+    assert (tmp_path / "fast_p.png").stat().st_size > 1000 and (tmp_path / "per_turn.png").is_file()
+
+
+def test_context_drops_oldest_exchanges_and_summarizes_them():
+    history = [Exchange("x" * 400, f"feedback {i}", s) for i, s in enumerate(["compile_error", "wrong_answer", "ok"])]
+    count = ScriptedPolicy(["-"]).count_tokens
+    full, dropped = conversation("sys", "task", history, budget=10_000, count_tokens=count)
+    assert dropped == 0 and len(full) == 8
+    small, dropped = conversation("sys", "task", history, budget=150, count_tokens=count)
+    assert dropped == 2
+    assert "turn 1: compile_error" in small[3]["content"] and "turn 2: wrong_answer" in small[3]["content"]
+    assert small[-1]["content"] == "feedback 2"  # the latest exchange is always kept
+    assert [m["role"] for m in small] == ["system", "user", "assistant", "user", "assistant", "user"]
+
+
+def test_rollout_config_rejects_bad_values():
+    with pytest.raises(ValueError, match="turns and group must be >= 1"):
+        RolloutConfig(turns=0)
+    with pytest.raises(ValueError, match="top_p"):
+        Sampling(top_p=0.0)
