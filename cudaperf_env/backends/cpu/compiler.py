@@ -5,9 +5,9 @@ Fixed flags (never the user's) and builds cached by content. The runtime's out-o
 compiler, into a *runtime object* linked into every submission, beside a precompiled header
 that leaves only its declarations in the submission (``CUDAPERF_PREBUILT_RUNTIME``, see
 ``include/cudaperf/config.h``): a submission's g++ then compiles little more than the
-submission itself. Until both files exist (a cold cache), submissions build header-only, as
-fast as a first build can be, while one detached, low-priority process per cache prebuilds
-them (:func:`prebuild`); every later build links the prebuilt runtime.
+submission itself. The first build on a cold cache is header-only (the fastest first
+build); one detached, low-priority process then prebuilds both files (:func:`prebuild`),
+and every later build links them, waiting for them while the prebuild is under way.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
@@ -41,6 +42,7 @@ PCH_WRAPPER = f"#define CUDAPERF_PREBUILT_RUNTIME 1\n#include <{RUNTIME_HEADER}>
 RUNTIME_OBJECT_SOURCE = f"#define CUDAPERF_RUNTIME_OBJECT 1\n#include <{RUNTIME_HEADER}>\n"
 LINK_FLAGS = ("-shared", "-Wl,-z,defs", "-Wl,-Bsymbolic")  # the entry binds to its own definition
 PREBUILD_TIMEOUT_S = 600.0
+PREBUILD_START_GRACE_S = 15.0  # a detached builder takes the lock within this time of its start
 
 
 @lru_cache(maxsize=1)
@@ -150,6 +152,32 @@ def _compile_to(command: list[str], target: Path, timeout_s: float) -> str:
             os.unlink(tmp)
 
 
+def _prebuild_pending(runtime: PrebuiltRuntime) -> bool:
+    """Whether a prebuild of ``runtime`` is under way in some process (or was started just now)."""
+    if (runtime.folder / "prebuild.log").exists():
+        return False
+    with open(runtime.folder / "lock", "a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(lock, fcntl.LOCK_UN)
+    try:  # a detached builder takes the lock only once its interpreter has started
+        return time.time() - (runtime.folder / "prebuild.started").stat().st_mtime < PREBUILD_START_GRACE_S
+    except FileNotFoundError:
+        return False
+
+
+def _wait_for_prebuild(runtime: PrebuiltRuntime, limit_s: float, cancel: threading.Event | None) -> bool:
+    """Wait while a prebuild is under way; whether the runtime is ready."""
+    deadline = time.monotonic() + limit_s
+    while not runtime.ready() and _prebuild_pending(runtime) and time.monotonic() < deadline:
+        if cancel is not None and cancel.is_set():
+            break
+        time.sleep(0.05)
+    return runtime.ready()
+
+
 @lru_cache(maxsize=16)
 def _start_prebuild(folder: str) -> None:
     """Run :func:`prebuild` in a detached process at the lowest priority, once per folder.
@@ -158,7 +186,7 @@ def _start_prebuild(folder: str) -> None:
     even when this process exits right after its first step; niced so that it takes only
     the CPU time the evaluations leave idle.
     """
-    del folder  # the cache key: one start per cache folder and process
+    Path(folder, "prebuild.started").touch()
     code = "from cudaperf_env.backends.cpu.compiler import prebuild; prebuild()"
     script = 'nice -n 19 "$0" -c "$1" </dev/null >/dev/null 2>&1 &'
     with contextlib.suppress(OSError):
@@ -169,12 +197,14 @@ def _start_prebuild(folder: str) -> None:
 def build_cpu(translation_unit: str, timeout_s: float = 60.0, cancel: threading.Event | None = None) -> BuildResult:
     """Compile a complete translation unit (pre-passed code + harness shim) for the CPU runtime.
 
-    Links the prebuilt runtime when it is ready; else compiles the whole runtime into this
-    library (header-only), then starts :func:`prebuild` in the background. Both give the same
+    Links the prebuilt runtime when it is ready, waiting for it while a prebuild is under way
+    (in any process: a header-only build would cost 1.6 CPU-s and slow the prebuild down).
+    Else (the first build on a cold cache) compiles the whole runtime into this library
+    (header-only), then starts :func:`prebuild` in the background. Both give the same
     behaviour; the cache key (the flags name the runtime's files) keeps their builds apart.
     """
     runtime = prebuilt_runtime()
-    ready = runtime.ready()
+    ready = runtime.ready() or _wait_for_prebuild(runtime, timeout_s, cancel)
     linked = ["-include", str(runtime.header), str(runtime.runtime_object)] if ready else ["-include", RUNTIME_HEADER]
     flags = [*BASE_FLAGS, *include_flags(), *linked, *LINK_FLAGS, "-x", "c++"]
     result = build_library(

@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -152,3 +153,18 @@ def test_a_failed_prebuild_is_not_retried_and_builds_stay_header_only(cold_cache
     (runtime.folder / "prebuild.log").write_text("g++: internal compiler error\n")
     library = build(SAXPY.implementation("naive").source)
     assert cold_cache == [] and saxpy_is_correct(library, tmp_path)
+
+
+def test_builds_wait_for_a_prebuild_under_way_and_link_it(cold_cache: list[str]) -> None:
+    builder = threading.Thread(target=compiler.prebuild)
+    builder.start()
+    runtime = compiler.prebuilt_runtime()
+    deadline = time.monotonic() + 30
+    while not compiler._prebuild_pending(runtime) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    code = wrap(SAXPY, prepass(SAXPY.implementation("naive").source).source, "cuda")
+    first = compiler.build_cpu(code)
+    builder.join()
+    assert first.ok and runtime.ready() and cold_cache == []  # waited: no header-only build, no second prebuild
+    again = compiler.build_cpu(code)
+    assert again.cached and again.library == first.library  # the linked build's cache entry
