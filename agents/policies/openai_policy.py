@@ -3,12 +3,13 @@
 Each of the ``n`` samples of a conversation is its own request (seeded
 ``seed + j``), so servers without ``n`` support work too; requests run
 concurrently up to a limit. Connection errors, timeouts, 429/5xx answers and
-malformed bodies are retried with exponential backoff; other 4xx answers fail
+malformed bodies (not JSON, no choices, no content) are retried with exponential backoff; other 4xx answers fail
 at once with the server's message.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -137,7 +138,7 @@ class OpenAIPolicy:
     def _one(self, messages: Sequence[Message], sampling: Sampling) -> Generation:
         errors = self._openai
         retryable = (errors.APIConnectionError, errors.RateLimitError, errors.InternalServerError,
-                     errors.APIResponseValidationError, PolicyError)  # fmt: skip
+                     errors.APIResponseValidationError, json.JSONDecodeError, PolicyError)  # fmt: skip
         delays = backoff_delays(self.config)
         for attempt in range(self.config.max_retries + 1):
             try:

@@ -39,7 +39,11 @@ def test_group_rollout_records_every_turn_with_rewards_and_returns(evaluator, tm
     records = evaluate_policy(policy, [TASK], evaluator, config, out, on_turn=lambda t, n, rs: seen.append(n))
     assert seen == [1, 2, 3]
     assert [(r.trajectory, r.turn, r.status, r.correct) for r in records] == [
-        (0, 1, "format_error", False), (0, 2, "format_error", False), (0, 3, "ok", True), (1, 1, "ok", True)]  # fmt: skip
+        (0, 1, "format_error", False),
+        (0, 2, "format_error", False),
+        (0, 3, "ok", True),
+        (1, 1, "ok", True),
+    ]
     t0 = [r for r in records if r.trajectory == 0]
     # potential-based: the rewards of a trajectory sum to its last score
     assert sum(r.reward for r in t0) == pytest.approx(t0[-1].score)

