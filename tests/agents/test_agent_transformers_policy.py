@@ -10,31 +10,12 @@ from agents.model import default_model_path, split_model_path  # noqa: E402
 from agents.policies.base import Sampling, stop_at_code_block_end  # noqa: E402
 from agents.policies.transformers_policy import TransformersPolicy  # noqa: E402
 
-CHATML = (
-    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
 MESSAGES = [{"role": "system", "content": "You write CUDA."}, {"role": "user", "content": "saxpy please"}]
 
 
-def tiny_tokenizer():
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-
-    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-    vocab = {t: i for i, t in enumerate(specials + pre_tokenizers.ByteLevel.alphabet())}
-    tok = Tokenizer(models.BPE(vocab=vocab, merges=[]))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    fast = transformers.PreTrainedTokenizerFast(
-        tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>", additional_special_tokens=specials[1:]
-    )
-    fast.chat_template = CHATML
-    return fast
-
-
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    tokenizer = tiny_tokenizer()
+def tiny(tmp_path_factory, tiny_tokenizer):
+    tokenizer = tiny_tokenizer
     config = transformers.LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64,
                                       num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
                                       max_position_embeddings=512, eos_token_id=tokenizer.eos_token_id,

@@ -1,0 +1,53 @@
+"""SFT smoke test on CPU: a tiny randomly initialized Llama (built from a config), LoRA, checkpoints, resume."""
+
+import json
+
+import pytest
+
+transformers = pytest.importorskip("transformers", reason="needs the agent extra: pip install 'cudaperf-env[agent]'")
+pytest.importorskip("peft", reason="needs the agent extra: pip install 'cudaperf-env[agent]'")
+torch = pytest.importorskip("torch")
+
+from agents.sft import SFTConfig, encode, latest_checkpoint, lr_at, sft_examples, train  # noqa: E402
+from cudaperf_env.tasks import load_tasks  # noqa: E402
+
+TASKS = [load_tasks()["c2cuda/saxpy_f32"]]
+
+
+def tiny_model(tokenizer):
+    config = transformers.LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64,
+                                      num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
+                                      max_position_embeddings=4096)  # fmt: skip
+    torch.manual_seed(0)
+    return transformers.LlamaForCausalLM(config)
+
+
+def test_examples_pair_the_agents_prompt_with_each_verified_implementation(tiny_tokenizer):
+    examples = sft_examples(TASKS)
+    assert [e.task_id for e in examples] == ["c2cuda/saxpy_f32"] * len(TASKS[0].implementations)
+    assert examples[0].messages[1]["content"].startswith("Write a fast CUDA implementation")
+    assert examples[0].reply.startswith("```cuda\n") and examples[0].reply.endswith("\n```")
+    ids, labels = encode(tiny_tokenizer, examples[0])
+    assert len(ids) == len(labels) and labels[0] == -100 and labels[-1] == tiny_tokenizer.eos_token_id
+    assert ids[len(ids) - sum(x != -100 for x in labels):] == [x for x in labels if x != -100]
+
+
+def test_schedule_warms_up_then_decays():
+    config = SFTConfig(steps=100, warmup=10, lr=1e-3)
+    assert lr_at(0, config) == pytest.approx(1e-4) and lr_at(9, config) == pytest.approx(1e-3)
+    assert lr_at(99, config) == pytest.approx(1e-4, rel=0.05)
+
+
+def test_train_writes_checkpoints_and_resumes(tmp_path, capsys, tiny_tokenizer):
+    tokenizer = tiny_tokenizer
+    config = SFTConfig(out=str(tmp_path), steps=3, batch_size=2, save_every=2, warmup=1, lr=1e-3, max_len=4096,
+                       device="cpu", log_every=1, lora_r=4)  # fmt: skip
+    adapter = train(config, tiny_model(tokenizer), tokenizer, TASKS)
+    assert (adapter / "adapter_config.json").is_file()
+    assert latest_checkpoint(tmp_path).name == "checkpoint-3" and (tmp_path / "checkpoint-2").is_dir()
+    logs = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [x["step"] for x in logs] == [1, 2, 3] and all(x["loss"] > 0 for x in logs)
+    resumed = SFTConfig(**{**config.__dict__, "steps": 4})
+    train(resumed, tiny_model(tokenizer), tokenizer, TASKS)
+    logs = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert logs[0] == {"resumed_from": str(tmp_path / "checkpoint-3"), "step": 3} and logs[1]["step"] == 4
