@@ -16,6 +16,7 @@ import contextlib
 import fcntl
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -28,7 +29,7 @@ from pathlib import Path
 
 from cudaperf_env.toolchain import tools
 from cudaperf_env.toolchain.cache import cache_dir, digest, write_atomic
-from cudaperf_env.toolchain.native import BuildResult, build_library
+from cudaperf_env.toolchain.native import BuildResult, build_library, library_path
 
 INCLUDE_DIR = Path(__file__).parent / "include"
 SHIM_DIR = INCLUDE_DIR / "shim"
@@ -42,7 +43,6 @@ PCH_WRAPPER = f"#define CUDAPERF_PREBUILT_RUNTIME 1\n#include <{RUNTIME_HEADER}>
 RUNTIME_OBJECT_SOURCE = f"#define CUDAPERF_RUNTIME_OBJECT 1\n#include <{RUNTIME_HEADER}>\n"
 LINK_FLAGS = ("-shared", "-Wl,-z,defs", "-Wl,-Bsymbolic")  # the entry binds to its own definition
 PREBUILD_TIMEOUT_S = 600.0
-PREBUILD_START_GRACE_S = 15.0  # a detached builder takes the lock within this time of its start
 
 
 @lru_cache(maxsize=1)
@@ -81,8 +81,16 @@ class PrebuiltRuntime:
         return self.folder / "cudaperf_runtime.o"
 
     def ready(self) -> bool:
-        """Whether submissions can be linked with it (every file written whole)."""
-        return self.gch.exists() and self.runtime_object.exists() and self.header.exists()
+        """Whether all of it exists (every file is written whole)."""
+        return self.gch.exists() and self.linkable()
+
+    def linkable(self) -> bool:
+        """Whether submissions can be linked with it: the runtime object and the header exist.
+
+        Without its ``.gch`` (still being built) g++ reads the header as text: the same
+        declarations, an equivalent build, 1 CPU-s instead of 0.2 (saxpy).
+        """
+        return self.runtime_object.exists() and self.header.exists()
 
 
 @lru_cache(maxsize=1)
@@ -106,35 +114,35 @@ def prebuild(timeout_s: float = PREBUILD_TIMEOUT_S) -> bool:
     (builds then stay header-only; delete the folder to try again).
     """
     runtime = prebuilt_runtime()
-    if runtime.ready():
-        return True
+    return _prebuild(runtime, timeout_s, with_pch=True) and runtime.ready()
+
+
+def _prebuild(runtime: PrebuiltRuntime, timeout_s: float, with_pch: bool) -> bool:
+    """Under the folder's lock, build the runtime object (and the PCH) where missing; False when
+    another thread or process holds the lock, else whether the files were built."""
     with open(runtime.folder / "lock", "a") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            return False  # another process is building it
-        if not runtime.ready():
-            _build_prebuilt(runtime, timeout_s)
-    return runtime.ready()
-
-
-def _build_prebuilt(runtime: PrebuiltRuntime, timeout_s: float) -> None:
-    compiler = tools.host_compiler("g++")
-    common = [compiler, *BASE_FLAGS, *include_flags()]
-    if not runtime.header.exists() or runtime.header.read_text() != PCH_WRAPPER:
-        write_atomic(runtime.header, PCH_WRAPPER.encode())
-    source = runtime.folder / "cudaperf_runtime.cpp"
-    write_atomic(source, RUNTIME_OBJECT_SOURCE.encode())
-    jobs = []
-    if not runtime.gch.exists():
-        jobs.append(([*common, "-x", "c++-header", str(runtime.header)], runtime.gch))
-    if not runtime.runtime_object.exists():
-        jobs.append(([*common, "-c", str(source)], runtime.runtime_object))
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        logs = list(pool.map(lambda job: _compile_to(job[0], job[1], timeout_s), jobs))
-    failures = [log for log in logs if log]
-    if failures:
-        write_atomic(runtime.folder / "prebuild.log", "\n\n".join(failures).encode())
+            return False
+        compiler = tools.host_compiler("g++")
+        common = [compiler, *BASE_FLAGS, *include_flags()]
+        if not runtime.header.exists() or runtime.header.read_text() != PCH_WRAPPER:
+            write_atomic(runtime.header, PCH_WRAPPER.encode())
+        source = runtime.folder / "cudaperf_runtime.cpp"
+        if not source.exists():
+            write_atomic(source, RUNTIME_OBJECT_SOURCE.encode())
+        jobs = []
+        if with_pch and not runtime.gch.exists():
+            jobs.append(([*common, "-x", "c++-header", str(runtime.header)], runtime.gch))
+        if not runtime.runtime_object.exists():
+            jobs.append(([*common, "-c", str(source)], runtime.runtime_object))
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            logs = list(pool.map(lambda job: _compile_to(job[0], job[1], timeout_s), jobs))
+        failures = [log for log in logs if log]
+        if failures:
+            write_atomic(runtime.folder / "prebuild.log", "\n\n".join(failures).encode())
+        return not failures
 
 
 def _compile_to(command: list[str], target: Path, timeout_s: float) -> str:
@@ -152,32 +160,6 @@ def _compile_to(command: list[str], target: Path, timeout_s: float) -> str:
             os.unlink(tmp)
 
 
-def _prebuild_pending(runtime: PrebuiltRuntime) -> bool:
-    """Whether a prebuild of ``runtime`` is under way in some process (or was started just now)."""
-    if (runtime.folder / "prebuild.log").exists():
-        return False
-    with open(runtime.folder / "lock", "a") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(lock, fcntl.LOCK_UN)
-    try:  # a detached builder takes the lock only once its interpreter has started
-        return time.time() - (runtime.folder / "prebuild.started").stat().st_mtime < PREBUILD_START_GRACE_S
-    except FileNotFoundError:
-        return False
-
-
-def _wait_for_prebuild(runtime: PrebuiltRuntime, limit_s: float, cancel: threading.Event | None) -> bool:
-    """Wait while a prebuild is under way; whether the runtime is ready."""
-    deadline = time.monotonic() + limit_s
-    while not runtime.ready() and _prebuild_pending(runtime) and time.monotonic() < deadline:
-        if cancel is not None and cancel.is_set():
-            break
-        time.sleep(0.05)
-    return runtime.ready()
-
-
 @lru_cache(maxsize=16)
 def _start_prebuild(folder: str) -> None:
     """Run :func:`prebuild` in a detached process at the lowest priority, once per folder.
@@ -186,7 +168,7 @@ def _start_prebuild(folder: str) -> None:
     even when this process exits right after its first step; niced so that it takes only
     the CPU time the evaluations leave idle.
     """
-    Path(folder, "prebuild.started").touch()
+    del folder  # the cache key: one start per cache folder and process
     code = "from cudaperf_env.backends.cpu.compiler import prebuild; prebuild()"
     script = 'nice -n 19 "$0" -c "$1" </dev/null >/dev/null 2>&1 &'
     with contextlib.suppress(OSError):
@@ -197,28 +179,73 @@ def _start_prebuild(folder: str) -> None:
 def build_cpu(translation_unit: str, timeout_s: float = 60.0, cancel: threading.Event | None = None) -> BuildResult:
     """Compile a complete translation unit (pre-passed code + harness shim) for the CPU runtime.
 
-    Links the prebuilt runtime when it is ready, waiting for it while a prebuild is under way
-    (in any process: a header-only build would cost 1.6 CPU-s and slow the prebuild down).
-    Else (the first build on a cold cache) compiles the whole runtime into this library
-    (header-only), then starts :func:`prebuild` in the background. Both give the same
-    behaviour; the cache key (the flags name the runtime's files) keeps their builds apart.
+    Links the prebuilt runtime object (and uses its precompiled header once that exists). On a
+    cold cache the runtime object is built beside this build's own compile, then both are
+    linked; the precompiled header follows in a detached, low-priority process. Should the
+    runtime object fail to build, the whole runtime is compiled into this library
+    (header-only): the same behaviour, a separate cache entry.
     """
+    compiler = tools.host_compiler("g++")
     runtime = prebuilt_runtime()
-    ready = runtime.ready() or _wait_for_prebuild(runtime, timeout_s, cancel)
-    linked = ["-include", str(runtime.header), str(runtime.runtime_object)] if ready else ["-include", RUNTIME_HEADER]
-    flags = [*BASE_FLAGS, *include_flags(), *linked, *LINK_FLAGS, "-x", "c++"]
-    result = build_library(
-        tools.host_compiler("g++"),
-        flags,
-        translation_unit,
-        ".cpp",
-        key_extra=runtime_version(),
-        libs=("-lm",),
-        timeout_s=timeout_s,
-        cancel=cancel,
-    )
-    # Started after this build, which it would slow down even niced (2 cores, measured). Not
-    # again after a failure (prebuild.log): the same compiler and headers would fail the same way.
-    if not ready and not (runtime.folder / "prebuild.log").exists():
-        _start_prebuild(str(runtime.folder))
+    flags = [*BASE_FLAGS, *include_flags(), "-include", str(runtime.header), str(runtime.runtime_object)]
+    flags += [*LINK_FLAGS, "-x", "c++"]
+
+    def build(flags: list[str]) -> BuildResult:
+        return build_library(compiler, flags, translation_unit, ".cpp", runtime_version(), ("-lm",), timeout_s,
+                             cancel=cancel)  # fmt: skip
+
+    if runtime.linkable() or library_path(compiler, flags, translation_unit, runtime_version(), ("-lm",)).exists():
+        result = build(flags)
+    elif (cold := _build_cold(runtime, translation_unit, flags, timeout_s, cancel)) is not None:
+        result = cold
+    else:
+        result = build([*BASE_FLAGS, *include_flags(), "-include", RUNTIME_HEADER, *LINK_FLAGS, "-x", "c++"])
+    if not runtime.ready() and runtime.linkable() and not (runtime.folder / "prebuild.log").exists():
+        _start_prebuild(str(runtime.folder))  # after this build, which it would slow down (2 cores)
     return result
+
+
+def _build_cold(
+    runtime: PrebuiltRuntime, translation_unit: str, flags: list[str], timeout_s: float, cancel: threading.Event | None
+) -> BuildResult | None:
+    """Compile the submission while the runtime object is built (here, or by whoever holds the
+    lock), then link the two into the library :func:`build_library` would make of ``flags``;
+    None when the runtime object could not be built."""
+    compiler = tools.host_compiler("g++")
+    library = library_path(compiler, flags, translation_unit, runtime_version(), ("-lm",))
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        made = pool.submit(_runtime_object, runtime, timeout_s, cancel)
+        work = Path(tempfile.mkdtemp(prefix="build-", dir=cache_dir("tmp")))  # private: builds may race
+        try:
+            source = work / "source.cpp"
+            source.write_text(translation_unit)
+            compile_flags = [f for f in flags if f not in (*LINK_FLAGS, str(runtime.runtime_object))]
+            compiled = tools.run_tool([compiler, *compile_flags, "-c", str(source), "-o", "sub.o"], work,
+                                      timeout_s, 4 << 30, cancel=cancel)  # fmt: skip
+            if not made.result():
+                return None
+            if not compiled.ok:
+                log = compiled.output
+                if compiled.timed_out:
+                    log = f"compilation did not finish within {timeout_s:g} s (killed)\n{log}"
+                return BuildResult(False, None, log, compiled.seconds, timed_out=compiled.timed_out)
+            # The order of the one-command build: the runtime object, then the submission's.
+            link = [compiler, *BASE_FLAGS, *LINK_FLAGS, str(runtime.runtime_object), "sub.o", "-o", "lib.so", "-lm"]
+            linked = tools.run_tool(link, work, timeout_s, 4 << 30, cancel=cancel)
+            if not linked.ok:
+                return BuildResult(False, None, compiled.output + linked.output, compiled.seconds + linked.seconds)
+            (work / "lib.so").replace(library)
+            return BuildResult(True, library, compiled.output, compiled.seconds + linked.seconds)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _runtime_object(runtime: PrebuiltRuntime, timeout_s: float, cancel: threading.Event | None) -> bool:
+    """Build the runtime object, or wait while another thread or process builds it; whether it exists."""
+    deadline = time.monotonic() + timeout_s
+    while not runtime.linkable() and time.monotonic() < deadline and not (cancel is not None and cancel.is_set()):
+        if (runtime.folder / "prebuild.log").exists():
+            break
+        if not _prebuild(runtime, timeout_s, with_pch=False):
+            time.sleep(0.05)  # another holds the lock: it is building the object
+    return runtime.linkable()

@@ -1,4 +1,4 @@
-"""The CPU build: header-only on a cold cache, then linked with the prebuilt runtime; both correct."""
+"""The CPU build: linked with the prebuilt runtime (built on the first cold build), header-only if that fails."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import re
 import shutil
 import subprocess
 import sys
-import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -65,22 +65,38 @@ def saxpy_is_correct(library: Path, workdir: Path) -> bool:
     return result.status == "ok" and np.allclose(result.buffers["y"], want, rtol=1e-5)
 
 
-def test_cold_cache_builds_header_only_and_starts_the_prebuild(cold_cache: list[str], tmp_path: Path) -> None:
+def test_a_cold_build_makes_the_runtime_object_and_starts_the_header_prebuild(
+    cold_cache: list[str], tmp_path: Path
+) -> None:
     library = build(SAXPY.implementation("naive").source)
     runtime = compiler.prebuilt_runtime()
-    assert cold_cache == [str(runtime.folder)] and not runtime.ready()
+    assert runtime.linkable() and not runtime.ready()  # the precompiled header comes later
+    assert cold_cache == [str(runtime.folder)]
     assert saxpy_is_correct(library, tmp_path)
 
 
-def test_after_the_prebuild_submissions_link_the_runtime_object(cold_cache: list[str], tmp_path: Path) -> None:
-    source = SAXPY.implementation("naive").source
-    header_only = build(source)
+def test_builds_with_and_without_the_precompiled_header_share_a_cache_entry(
+    cold_cache: list[str], tmp_path: Path
+) -> None:
+    code = wrap(SAXPY, prepass(SAXPY.implementation("naive").source).source, "cuda")
+    first = compiler.build_cpu(code)
     assert compiler.prebuild() and compiler.prebuilt_runtime().ready()
-    linked = build(source)
-    assert linked != header_only  # the flags name the runtime's files: a separate cache entry
+    again = compiler.build_cpu(code)
+    assert again.cached and again.library == first.library
     assert len(cold_cache) == 1  # nothing started once the runtime is ready
-    assert saxpy_is_correct(linked, tmp_path)
     assert saxpy_is_correct(build(REDUCE), tmp_path)
+
+
+def test_concurrent_cold_builds_make_one_runtime_object(cold_cache: list[str], tmp_path: Path) -> None:
+    sources = [f"// variant {i}\n{REDUCE}" for i in range(4)]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        libraries = list(pool.map(build, sources))
+    assert len(set(libraries)) == 4
+    for i, library in enumerate(libraries):
+        (tmp_path / str(i)).mkdir()
+        assert saxpy_is_correct(library, tmp_path / str(i))
+    names = sorted(p.name for p in compiler.prebuilt_runtime().folder.iterdir())
+    assert names == ["cudaperf_pch.h", "cudaperf_runtime.cpp", "cudaperf_runtime.o", "lock"]
 
 
 def test_the_prebuilt_header_leaves_only_declarations_of_the_runtime(cold_cache: list[str], tmp_path: Path) -> None:
@@ -152,19 +168,4 @@ def test_a_failed_prebuild_is_not_retried_and_builds_stay_header_only(cold_cache
     runtime = compiler.prebuilt_runtime()
     (runtime.folder / "prebuild.log").write_text("g++: internal compiler error\n")
     library = build(SAXPY.implementation("naive").source)
-    assert cold_cache == [] and saxpy_is_correct(library, tmp_path)
-
-
-def test_builds_wait_for_a_prebuild_under_way_and_link_it(cold_cache: list[str]) -> None:
-    builder = threading.Thread(target=compiler.prebuild)
-    builder.start()
-    runtime = compiler.prebuilt_runtime()
-    deadline = time.monotonic() + 30
-    while not compiler._prebuild_pending(runtime) and time.monotonic() < deadline:
-        time.sleep(0.01)
-    code = wrap(SAXPY, prepass(SAXPY.implementation("naive").source).source, "cuda")
-    first = compiler.build_cpu(code)
-    builder.join()
-    assert first.ok and runtime.ready() and cold_cache == []  # waited: no header-only build, no second prebuild
-    again = compiler.build_cpu(code)
-    assert again.cached and again.library == first.library  # the linked build's cache entry
+    assert cold_cache == [] and not runtime.linkable() and saxpy_is_correct(library, tmp_path)
