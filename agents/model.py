@@ -52,3 +52,22 @@ def split_model_path(path: str | Path) -> tuple[Path, str | None]:
             raise ModelNotFoundError(f"{p} is a file but not a .gguf file; pass a model directory or a .gguf file")
         return p.parent, p.name
     return p, None
+
+
+def export_hf_model(path: str | Path, out: str | Path, dtype: str = "float32") -> Path:
+    """Write a GGUF (or any local) model as a plain transformers directory (config, safetensors, tokenizer).
+
+    vLLM and PEFT work best from such a directory; the GGUF's quantized weights
+    are de-quantized once here, so every backend then loads the same weights.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    directory, gguf = split_model_path(path)
+    kwargs: dict[str, object] = {"local_files_only": True, **({"gguf_file": gguf} if gguf else {})}
+    model = AutoModelForCausalLM.from_pretrained(directory, dtype=getattr(torch, dtype), **kwargs)
+    tokenizer = AutoTokenizer.from_pretrained(directory, **kwargs)
+    target = Path(out)
+    model.save_pretrained(target)
+    tokenizer.save_pretrained(target)
+    return target
