@@ -213,6 +213,8 @@ def _build_cold(
     None when the runtime object could not be built."""
     compiler = tools.host_compiler("g++")
     library = library_path(compiler, flags, translation_unit, runtime_version(), ("-lm",))
+    if not runtime.header.exists():  # before the compile that includes it (the object's thread writes it too)
+        write_atomic(runtime.header, PCH_WRAPPER.encode())
     with ThreadPoolExecutor(max_workers=1) as pool:
         made = pool.submit(_runtime_object, runtime, timeout_s, cancel)
         work = Path(tempfile.mkdtemp(prefix="build-", dir=cache_dir("tmp")))  # private: builds may race
