@@ -33,12 +33,6 @@ class BuildResult:
     timed_out: bool = False
 
 
-def library_path(compiler: str, flags: list[str], source: str, key_extra: str = "", libs: tuple[str, ...] = ()) -> Path:
-    """Where :func:`build_library` keeps the library of these arguments (it may not exist yet)."""
-    key = digest("native/1", tools.version(compiler), *flags, *libs, key_extra, source)
-    return cache_dir("builds") / f"{key}.so"
-
-
 def build_library(
     compiler: str,
     flags: list[str],
@@ -51,7 +45,8 @@ def build_library(
     cancel: threading.Event | None = None,
 ) -> BuildResult:
     """Compile ``source`` into a shared library with ``compiler flags``; reuse a cached build."""
-    library = library_path(compiler, flags, source, key_extra, libs)
+    key = digest("native/1", tools.version(compiler), *flags, *libs, key_extra, source)
+    library = cache_dir("builds") / f"{key}.so"
     if library.exists():
         return BuildResult(True, library, "", 0.0, True)
     work = Path(tempfile.mkdtemp(prefix="build-", dir=cache_dir("tmp")))  # private: builds may race

@@ -5,9 +5,9 @@ Fixed flags (never the user's) and builds cached by content. The runtime's out-o
 compiler, into a *runtime object* linked into every submission, beside a precompiled header
 that leaves only its declarations in the submission (``CUDAPERF_PREBUILT_RUNTIME``, see
 ``include/cudaperf/config.h``): a submission's g++ then compiles little more than the
-submission itself. The first build on a cold cache is header-only (the fastest first
-build); one detached, low-priority process then prebuilds both files (:func:`prebuild`),
-and every later build links them, waiting for them while the prebuild is under way.
+submission itself. Builds on a cold cache are header-only (the least CPU time a first build
+can take); the first of them starts one detached, low-priority process that prebuilds both
+files (:func:`prebuild`), and every build after links them.
 """
 
 from __future__ import annotations
@@ -16,20 +16,17 @@ import contextlib
 import fcntl
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 import tempfile
 import threading
-import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from cudaperf_env.toolchain import tools
 from cudaperf_env.toolchain.cache import cache_dir, digest, write_atomic
-from cudaperf_env.toolchain.native import BuildResult, build_library, library_path
+from cudaperf_env.toolchain.native import BuildResult, build_library
 
 INCLUDE_DIR = Path(__file__).parent / "include"
 SHIM_DIR = INCLUDE_DIR / "shim"
@@ -109,17 +106,17 @@ def prebuild(timeout_s: float = PREBUILD_TIMEOUT_S) -> bool:
     """Build the precompiled header and the runtime object where missing; whether both exist.
 
     Safe from any number of threads and processes at once: one holds the folder's lock and
-    builds (both compilers in parallel), the others return False at once; every file appears
+    builds (the object, then the header), the others return False at once; every file appears
     whole (written aside, then renamed). A failure is logged to ``prebuild.log`` in the folder
     (builds then stay header-only; delete the folder to try again).
     """
     runtime = prebuilt_runtime()
-    return _prebuild(runtime, timeout_s, with_pch=True) and runtime.ready()
+    return _prebuild(runtime, timeout_s) and runtime.ready()
 
 
-def _prebuild(runtime: PrebuiltRuntime, timeout_s: float, with_pch: bool) -> bool:
-    """Under the folder's lock, build the runtime object (and the PCH) where missing; False when
-    another thread or process holds the lock, else whether the files were built."""
+def _prebuild(runtime: PrebuiltRuntime, timeout_s: float) -> bool:
+    """Under the folder's lock, build the runtime object, then the PCH, where missing; False when
+    another thread or process holds the lock, else whether both were built."""
     with open(runtime.folder / "lock", "a") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -132,14 +129,12 @@ def _prebuild(runtime: PrebuiltRuntime, timeout_s: float, with_pch: bool) -> boo
         source = runtime.folder / "cudaperf_runtime.cpp"
         if not source.exists():
             write_atomic(source, RUNTIME_OBJECT_SOURCE.encode())
-        jobs = []
-        if with_pch and not runtime.gch.exists():
-            jobs.append(([*common, "-x", "c++-header", str(runtime.header)], runtime.gch))
+        jobs = []  # the object first: builds can link it before the precompiled header exists
         if not runtime.runtime_object.exists():
             jobs.append(([*common, "-c", str(source)], runtime.runtime_object))
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            logs = list(pool.map(lambda job: _compile_to(job[0], job[1], timeout_s), jobs))
-        failures = [log for log in logs if log]
+        if not runtime.gch.exists():
+            jobs.append(([*common, "-x", "c++-header", str(runtime.header)], runtime.gch))
+        failures = [log for log in (_compile_to(command, target, timeout_s) for command, target in jobs) if log]
         if failures:
             write_atomic(runtime.folder / "prebuild.log", "\n\n".join(failures).encode())
         return not failures
@@ -179,75 +174,23 @@ def _start_prebuild(folder: str) -> None:
 def build_cpu(translation_unit: str, timeout_s: float = 60.0, cancel: threading.Event | None = None) -> BuildResult:
     """Compile a complete translation unit (pre-passed code + harness shim) for the CPU runtime.
 
-    Links the prebuilt runtime object (and uses its precompiled header once that exists). On a
-    cold cache the runtime object is built beside this build's own compile, then both are
-    linked; the precompiled header follows in a detached, low-priority process. Should the
-    runtime object fail to build, the whole runtime is compiled into this library
-    (header-only): the same behaviour, a separate cache entry.
+    Links the prebuilt runtime object once it exists (with its precompiled header once that
+    exists too: the same build, one cache entry). Before that (a cold cache, or while the
+    prebuild runs) the whole runtime is compiled into this library (header-only): the least
+    CPU time a build can take without it, the same behaviour, a separate cache entry. The
+    first such build starts :func:`prebuild` in a detached, low-priority process.
     """
     compiler = tools.host_compiler("g++")
     runtime = prebuilt_runtime()
-    flags = [*BASE_FLAGS, *include_flags(), "-include", str(runtime.header), str(runtime.runtime_object)]
-    flags += [*LINK_FLAGS, "-x", "c++"]
-
-    def build(flags: list[str]) -> BuildResult:
-        return build_library(compiler, flags, translation_unit, ".cpp", runtime_version(), ("-lm",), timeout_s,
-                             cancel=cancel)  # fmt: skip
-
-    if runtime.linkable() or library_path(compiler, flags, translation_unit, runtime_version(), ("-lm",)).exists():
-        result = build(flags)
-    elif (cold := _build_cold(runtime, translation_unit, flags, timeout_s, cancel)) is not None:
-        result = cold
+    if runtime.linkable():
+        runtime_flags = ["-include", str(runtime.header), str(runtime.runtime_object)]
     else:
-        result = build([*BASE_FLAGS, *include_flags(), "-include", RUNTIME_HEADER, *LINK_FLAGS, "-x", "c++"])
-    if not runtime.ready() and runtime.linkable() and not (runtime.folder / "prebuild.log").exists():
-        _start_prebuild(str(runtime.folder))  # after this build, which it would slow down (2 cores)
+        runtime_flags = ["-include", RUNTIME_HEADER]
+    flags = [*BASE_FLAGS, *include_flags(), *runtime_flags, *LINK_FLAGS, "-x", "c++"]
+    result = build_library(compiler, flags, translation_unit, ".cpp", runtime_version(), ("-lm",), timeout_s,
+                           cancel=cancel)  # fmt: skip
+    # Started after this build, which it would slow down even niced (2 cores, measured). Not
+    # again after a failure (prebuild.log): the same compiler and headers would fail the same way.
+    if not runtime.ready() and not (runtime.folder / "prebuild.log").exists():
+        _start_prebuild(str(runtime.folder))
     return result
-
-
-def _build_cold(
-    runtime: PrebuiltRuntime, translation_unit: str, flags: list[str], timeout_s: float, cancel: threading.Event | None
-) -> BuildResult | None:
-    """Compile the submission while the runtime object is built (here, or by whoever holds the
-    lock), then link the two into the library :func:`build_library` would make of ``flags``;
-    None when the runtime object could not be built."""
-    compiler = tools.host_compiler("g++")
-    library = library_path(compiler, flags, translation_unit, runtime_version(), ("-lm",))
-    if not runtime.header.exists():  # before the compile that includes it (the object's thread writes it too)
-        write_atomic(runtime.header, PCH_WRAPPER.encode())
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        made = pool.submit(_runtime_object, runtime, timeout_s, cancel)
-        work = Path(tempfile.mkdtemp(prefix="build-", dir=cache_dir("tmp")))  # private: builds may race
-        try:
-            source = work / "source.cpp"
-            source.write_text(translation_unit)
-            compile_flags = [f for f in flags if f not in (*LINK_FLAGS, str(runtime.runtime_object))]
-            compiled = tools.run_tool([compiler, *compile_flags, "-c", str(source), "-o", "sub.o"], work,
-                                      timeout_s, 4 << 30, cancel=cancel)  # fmt: skip
-            if not made.result():
-                return None
-            if not compiled.ok:
-                log = compiled.output
-                if compiled.timed_out:
-                    log = f"compilation did not finish within {timeout_s:g} s (killed)\n{log}"
-                return BuildResult(False, None, log, compiled.seconds, timed_out=compiled.timed_out)
-            # The order of the one-command build: the runtime object, then the submission's.
-            link = [compiler, *BASE_FLAGS, *LINK_FLAGS, str(runtime.runtime_object), "sub.o", "-o", "lib.so", "-lm"]
-            linked = tools.run_tool(link, work, timeout_s, 4 << 30, cancel=cancel)
-            if not linked.ok:
-                return BuildResult(False, None, compiled.output + linked.output, compiled.seconds + linked.seconds)
-            (work / "lib.so").replace(library)
-            return BuildResult(True, library, compiled.output, compiled.seconds + linked.seconds)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-
-
-def _runtime_object(runtime: PrebuiltRuntime, timeout_s: float, cancel: threading.Event | None) -> bool:
-    """Build the runtime object, or wait while another thread or process builds it; whether it exists."""
-    deadline = time.monotonic() + timeout_s
-    while not runtime.linkable() and time.monotonic() < deadline and not (cancel is not None and cancel.is_set()):
-        if (runtime.folder / "prebuild.log").exists():
-            break
-        if not _prebuild(runtime, timeout_s, with_pch=False):
-            time.sleep(0.05)  # another holds the lock: it is building the object
-    return runtime.linkable()

@@ -1,4 +1,4 @@
-"""The CPU build: linked with the prebuilt runtime (built on the first cold build), header-only if that fails."""
+"""The CPU build: header-only on a cold cache, then linked with the prebuilt runtime; both correct."""
 
 from __future__ import annotations
 
@@ -65,38 +65,43 @@ def saxpy_is_correct(library: Path, workdir: Path) -> bool:
     return result.status == "ok" and np.allclose(result.buffers["y"], want, rtol=1e-5)
 
 
-def test_a_cold_build_makes_the_runtime_object_and_starts_the_header_prebuild(
-    cold_cache: list[str], tmp_path: Path
-) -> None:
+def test_a_cold_build_is_header_only_and_starts_the_prebuild(cold_cache: list[str], tmp_path: Path) -> None:
     library = build(SAXPY.implementation("naive").source)
     runtime = compiler.prebuilt_runtime()
-    assert runtime.linkable() and not runtime.ready()  # the precompiled header comes later
-    assert cold_cache == [str(runtime.folder)]
+    assert cold_cache == [str(runtime.folder)] and not runtime.linkable()
     assert saxpy_is_correct(library, tmp_path)
 
 
-def test_builds_with_and_without_the_precompiled_header_share_a_cache_entry(
-    cold_cache: list[str], tmp_path: Path
-) -> None:
+def test_after_the_prebuild_submissions_link_the_runtime_object(cold_cache: list[str], tmp_path: Path) -> None:
     code = wrap(SAXPY, prepass(SAXPY.implementation("naive").source).source, "cuda")
-    first = compiler.build_cpu(code)
+    header_only = compiler.build_cpu(code)
     assert compiler.prebuild() and compiler.prebuilt_runtime().ready()
-    again = compiler.build_cpu(code)
-    assert again.cached and again.library == first.library
+    linked = compiler.build_cpu(code)
+    assert not linked.cached and linked.library != header_only.library  # the flags name the runtime's files
     assert len(cold_cache) == 1  # nothing started once the runtime is ready
+    assert linked.library is not None and saxpy_is_correct(linked.library, tmp_path)
     assert saxpy_is_correct(build(REDUCE), tmp_path)
 
 
-def test_concurrent_cold_builds_make_one_runtime_object(cold_cache: list[str], tmp_path: Path) -> None:
+def test_builds_with_and_without_the_precompiled_header_share_a_cache_entry(cold_cache: list[str]) -> None:
+    assert compiler.prebuild()
+    runtime = compiler.prebuilt_runtime()
+    runtime.gch.unlink()  # linkable, the header read as text
+    code = wrap(SAXPY, prepass(REDUCE).source, "cuda")
+    text = compiler.build_cpu(code)
+    assert compiler.prebuild()
+    precompiled = compiler.build_cpu(code)
+    assert text.ok and precompiled.cached and precompiled.library == text.library
+
+
+def test_concurrent_cold_builds_are_correct_and_start_one_prebuild(cold_cache: list[str], tmp_path: Path) -> None:
     sources = [f"// variant {i}\n{REDUCE}" for i in range(4)]
     with ThreadPoolExecutor(max_workers=4) as pool:
         libraries = list(pool.map(build, sources))
-    assert len(set(libraries)) == 4
+    assert len(set(libraries)) == 4 and set(cold_cache) == {str(compiler.prebuilt_runtime().folder)}
     for i, library in enumerate(libraries):
         (tmp_path / str(i)).mkdir()
         assert saxpy_is_correct(library, tmp_path / str(i))
-    names = sorted(p.name for p in compiler.prebuilt_runtime().folder.iterdir())
-    assert names == ["cudaperf_pch.h", "cudaperf_runtime.cpp", "cudaperf_runtime.o", "lock"]
 
 
 def test_the_prebuilt_header_leaves_only_declarations_of_the_runtime(cold_cache: list[str], tmp_path: Path) -> None:
