@@ -56,6 +56,8 @@ def _policy_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-tokens", type=int, default=512, help="new tokens per reply (default: %(default)s)")
     p.add_argument("--temperature", type=float, default=0.7)
     p.add_argument("--top-p", type=float, default=0.95)
+    p.add_argument("--repetition-penalty", type=float, default=1.1,
+                   help="1.0 turns it off; small models loop without it (default: %(default)s)")  # fmt: skip
     p.add_argument("--backend", default="auto", choices=["cpu", "cuda", "auto"])
     p.add_argument("--seed", type=int, default=0, help="seed of sampling and of the graded inputs")
 
@@ -89,7 +91,8 @@ def _config(args: argparse.Namespace) -> Any:
     from agents.policies.base import Sampling
     from agents.rollout import RolloutConfig
 
-    sampling = Sampling(temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens)
+    sampling = Sampling(temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens,
+                        repetition_penalty=args.repetition_penalty)  # fmt: skip
     return RolloutConfig(turns=args.turns, group=args.group, sampling=sampling, seed=args.seed)
 
 

@@ -26,6 +26,9 @@ class Sampling:
             closed (the rest of a reply is never graded; saves most of the tokens of
             small models, which ramble after the code). Transformers backend only.
         logprobs: Also return each generated token's log-probability.
+        repetition_penalty: Divide the logits of tokens already in the context by this (1.0: off);
+            small models loop without it ("c2c2_f32: c2c2_f32: ..."). Transformers and vLLM
+            (servers: sent as vLLM's ``repetition_penalty`` extension).
     """
 
     temperature: float = 0.7
@@ -36,6 +39,7 @@ class Sampling:
     stop: tuple[str, ...] = ()
     stop_after_code_block: bool = True
     logprobs: bool = False
+    repetition_penalty: float = 1.0
 
     def __post_init__(self) -> None:
         if self.temperature < 0:
@@ -44,6 +48,8 @@ class Sampling:
             raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
         if self.top_k < 0:
             raise ValueError(f"top_k must be >= 0 (0 disables it), got {self.top_k}")
+        if self.repetition_penalty <= 0:
+            raise ValueError(f"repetition_penalty must be > 0 (1.0 disables it), got {self.repetition_penalty}")
         if self.max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {self.max_tokens}")
 

@@ -68,8 +68,13 @@ def request_body(messages: Sequence[Message], sampling: Sampling) -> dict[str, A
         body["stop"] = list(sampling.stop)
     if sampling.logprobs:
         body["logprobs"] = True
+    extra: dict[str, Any] = {}
     if sampling.top_k > 0 and not sampling.greedy:
-        body["extra_body"] = {"top_k": sampling.top_k}  # vLLM's and llama.cpp's extension
+        extra["top_k"] = sampling.top_k  # vLLM's and llama.cpp's extensions
+    if sampling.repetition_penalty != 1.0:
+        extra["repetition_penalty"] = sampling.repetition_penalty
+    if extra:
+        body["extra_body"] = extra
     return body
 
 

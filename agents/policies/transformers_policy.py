@@ -160,9 +160,10 @@ def _tokens_covering(tokenizer: Any, tokens: list[int], text: str) -> list[int]:
 
 
 def _sampling_kwargs(sampling: Sampling) -> dict[str, Any]:
+    penalty = {"repetition_penalty": sampling.repetition_penalty} if sampling.repetition_penalty != 1.0 else {}
     if sampling.greedy:
-        return {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
-    return {"do_sample": True, "temperature": sampling.temperature, "top_p": sampling.top_p,
+        return {"do_sample": False, "temperature": None, "top_p": None, "top_k": None, **penalty}
+    return {**penalty, "do_sample": True, "temperature": sampling.temperature, "top_p": sampling.top_p,
             "top_k": sampling.top_k or None}  # fmt: skip
 
 

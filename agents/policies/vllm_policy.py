@@ -45,6 +45,8 @@ def sampling_params_kwargs(sampling: Sampling, n: int) -> dict[str, Any]:
         kwargs["top_k"] = sampling.top_k
     if sampling.stop:
         kwargs["stop"] = list(sampling.stop)
+    if sampling.repetition_penalty != 1.0:
+        kwargs["repetition_penalty"] = sampling.repetition_penalty
     if sampling.logprobs:
         kwargs["logprobs"] = 0  # the sampled token's logprob only
     return kwargs

@@ -141,7 +141,8 @@ def test_request_body_and_backoff_schedule():
     body = request_body(MESSAGES, Sampling(temperature=0.0, top_k=5, stop=("```\n",)))
     assert body["temperature"] == 0.0 and body["top_p"] == 1.0 and "extra_body" not in body
     assert body["stop"] == ["```\n"]
-    assert "extra_body" in request_body(MESSAGES, Sampling(top_k=5))
+    assert request_body(MESSAGES, Sampling(top_k=5, repetition_penalty=1.2))["extra_body"] == {
+        "top_k": 5, "repetition_penalty": 1.2}  # fmt: skip
     assert backoff_delays(ServerConfig("http://x", "m", max_retries=5, backoff_s=1, max_backoff_s=5)) == [1, 2, 4, 5, 5]
     with pytest.raises(ValueError, match="base_url must start with http"):
         ServerConfig("localhost:8000", "m")

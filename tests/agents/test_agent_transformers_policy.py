@@ -51,6 +51,9 @@ def test_greedy_is_deterministic_whatever_the_seed(tiny):
     [[a]] = policy.generate([MESSAGES], 1, greedy.with_seed(1))
     [[b]] = policy.generate([MESSAGES], 1, greedy.with_seed(2))
     assert a.text == b.text and a.token_ids == b.token_ids
+    [[c]] = policy.generate([MESSAGES], 1, Sampling(temperature=0.0, max_tokens=8, stop_after_code_block=False,
+                                                    repetition_penalty=50.0))  # fmt: skip
+    assert c.token_ids != a.token_ids and len(set(c.token_ids)) == len(c.token_ids)  # no token twice
 
 
 def test_stop_after_code_block_cuts_after_the_closing_fence():

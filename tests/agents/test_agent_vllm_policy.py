@@ -26,9 +26,9 @@ SAMPLING_PARAMS_FIELDS = {
 
 def test_sampling_translates_to_real_sampling_params_fields():
     kwargs = sampling_params_kwargs(Sampling(temperature=0.8, top_p=0.9, top_k=20, max_tokens=300, seed=5,
-                                             stop=("</s>",), logprobs=True), n=8)  # fmt: skip
+                                             stop=("</s>",), logprobs=True, repetition_penalty=1.1), n=8)  # fmt: skip
     assert kwargs == {"n": 8, "temperature": 0.8, "top_p": 0.9, "top_k": 20, "max_tokens": 300, "seed": 5,
-                      "stop": ["</s>"], "logprobs": 0}  # fmt: skip
+                      "stop": ["</s>"], "logprobs": 0, "repetition_penalty": 1.1}  # fmt: skip
     assert set(kwargs) <= SAMPLING_PARAMS_FIELDS
 
 
