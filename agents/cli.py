@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from agents.records import TurnRecord
 
@@ -152,8 +153,9 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 def _show(console: Console, r: TurnRecord) -> None:
     title = f"{r.task_id} trajectory {r.trajectory} turn {r.turn}: {r.status} (reward {r.reward:+.2f})"
-    console.print(Panel(r.reply or "(empty reply)", title=title, title_align="left"))
-    console.print(Panel(r.feedback, title="feedback", title_align="left", style="dim"))
+    # Text(), not a str: a reply's "[...]" must not be read as rich markup
+    console.print(Panel(Text(r.reply or "(empty reply)"), title=title, title_align="left"))
+    console.print(Panel(Text(r.feedback), title="feedback", title_align="left", style="dim"))
 
 
 def _summary(records: list[TurnRecord]) -> Table:
