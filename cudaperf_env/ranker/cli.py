@@ -16,11 +16,11 @@ import platform
 import sys
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from cudaperf_env.ranker.features import records_for
-from cudaperf_env.ranker.model import PairwiseModel
 from cudaperf_env.ranker.pairs import dataset_pairs
 from cudaperf_env.ranker.score import DATA, MODEL_FILE, load_ranker, provenance_file
 from cudaperf_env.ranker.train import TrainConfig, fit, pair_rows, task_weights
@@ -41,7 +41,8 @@ def add_ranker_commands(subparsers: Any) -> None:
     train.add_argument("--sources", default="static,parallelism", help="feature sources, comma-separated")
     train.add_argument("--seed", type=int, default=0, help="seed of the trees' sampling")
     train.add_argument("--rounds", type=int, default=300, help="boosting rounds")
-    train.add_argument("--threads", type=int, default=2, help="threads for LightGBM")
+    train.add_argument("--threads", type=int, default=1,
+                       help="LightGBM threads (default 1: OpenMP spinning costs more than it saves on a shared box)")
     train.set_defaults(func=train_command)
 
     evaluate = sub.add_parser("eval", help="pairwise accuracy and Spearman on a split, against the structural score")
@@ -126,21 +127,25 @@ def train_command(args: argparse.Namespace) -> int:
     for split in ("validation", "test"):
         tasks = _tasks(args, split)
         split_pairs = dataset_pairs(tasks.values(), ("perf",), config.deadband)
-        figures[split] = _headline(compare(model, split_pairs, _records(tasks, args, f"features of {split}"), tasks))
+        split_records = _records(tasks, args, f"features of {split}")
+        seen = {t.family for t in train_tasks.values()}
+        figures[split] = _headline(compare(model, split_pairs, split_records, tasks, seen_families=seen))
     provenance = {"model": Path(args.out).name, "dataset_digest": dataset_digest(args.dataset),
                   "labels": label_origin(train_tasks), "trained": datetime.date.today().isoformat(),
                   "machine": f"{platform.machine()} CPU, Python {platform.python_version()}",
-                  "train_seconds": round(seconds, 1), "train_pairs": len(kept), "config": model.meta["config"],
+                  "train_seconds": round(seconds, 1),
+                  "features": f"from {Path(args.features).name}" if args.features else "extracted in the run",
+                  "train_pairs": len(kept), "config": model.meta["config"],
                   "metrics": figures, "command": "cudaperf ranker train " + " ".join(sys.argv[3:])}  # fmt: skip
-    model = PairwiseModel(**{**model.__dict__, "meta": {**model.meta, "dataset_digest": provenance["dataset_digest"]}})
+    model = replace(model, meta={**model.meta, "dataset_digest": provenance["dataset_digest"]})
     model.save(args.out)
-    provenance_file(args.out).write_text(json.dumps(_json_safe(provenance), indent=2) + "\n", encoding="utf-8")
-    print(json.dumps(_json_safe({"out": args.out, **provenance}), indent=2))
+    provenance_file(args.out).write_text(json.dumps(json_safe(provenance), indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(json_safe({"out": args.out, **provenance}), indent=2))
     return 0
 
 
 def _headline(result: Mapping[str, Any]) -> dict[str, Any]:
-    keys = ("pairwise_accuracy", "pairs", "spearman", "spearman_mean_per_task")
+    keys = ("pairwise_accuracy", "pairs", "unseen_families", "spearman", "spearman_mean_per_task")
     return {**{k: result[k] for k in keys}, "structural": {k: result["structural"][k] for k in keys}}
 
 
@@ -151,19 +156,21 @@ def eval_command(args: argparse.Namespace) -> int:
     ranker = load_ranker(args.model)
     tasks = _tasks(args, args.split)
     pairs = dataset_pairs(tasks.values(), ("perf",), float(ranker.model.meta.get("config", {}).get("deadband", 0.03)))
-    result = compare(ranker.model, pairs, _records(tasks, args, f"features of {args.split}"), tasks)
+    seen = {t.family for t in _tasks(args, "train").values()}
+    result = compare(ranker.model, pairs, _records(tasks, args, f"features of {args.split}"), tasks, seen_families=seen)
     result = {"split": args.split, "tasks": len(tasks), **result}
     if args.json:
-        print(json.dumps(_json_safe(result), indent=2))
+        print(json.dumps(json_safe(result), indent=2))
         return 0
     from rich.console import Console
     from rich.table import Table
 
     table = Table(title=f"Ranker on the {args.split} split ({len(tasks)} tasks, {result['pairs']} perf pairs)")
-    for column in ("scorer", "pairwise accuracy", "Spearman vs speedup", "mean per-task Spearman"):
+    for column in ("scorer", "pairwise accuracy", "unseen families", "Spearman vs speedup", "mean per-task Spearman"):
         table.add_column(column, justify="left" if column == "scorer" else "right")
     for name, figures in (("ranker", result), ("structural", result["structural"]), ("random", result["random"])):
-        table.add_row(name, _fmt(figures["pairwise_accuracy"]), _fmt(figures["spearman"]),
+        table.add_row(name, _fmt(figures["pairwise_accuracy"]), _fmt(figures["unseen_families"]["pairwise_accuracy"]),
+                      _fmt(figures["spearman"]),
                       _fmt(figures["spearman_mean_per_task"]))  # fmt: skip
     Console().print(table)
     return 0
@@ -214,12 +221,13 @@ def _fmt(value: float) -> str:
     return f"{value:.3f}" if isinstance(value, float) and math.isfinite(value) else "-"
 
 
-def _json_safe(value: Any) -> Any:
+def json_safe(value: Any) -> Any:
+    """``value`` with non-finite floats as None (JSON has no NaN), dict keys as strings."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
+        return {str(k): json_safe(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_json_safe(v) for v in value]
+        return [json_safe(v) for v in value]
     return value
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -37,23 +37,33 @@ def model_pair_probabilities(model: PairwiseModel, pairs: Sequence[Pair], record
 
 def model_baseline_scores(model: PairwiseModel, tasks: Mapping[str, Task], records: Records,
                           kind: str = "perf") -> dict[tuple[str, str], float]:  # fmt: skip
-    """Per non-baseline implementation: mean P(faster than the baseline) over the task's ``kind`` configurations."""
-    out: dict[tuple[str, str], float] = {}
+    """Per non-baseline implementation: mean P(faster than the baseline) over the task's ``kind`` configurations.
+
+    All rows go through the model in one batch (the trees are evaluated level by level over every row).
+    """
+    owners: list[tuple[str, str]] = []
+    a, b, ctx = [], [], []
     for task in tasks.values():
         base = records.get((task.id, task.baseline))
         configs = task.perf_configs if kind == "perf" else task.configs
-        if base is None or not configs:
+        if base is None:
             continue
         for impl in task.implementations:
             mine = records.get((task.id, impl.name))
             if impl.name == task.baseline or mine is None:
                 continue
-            keys = [config_key(c) for c in configs]
-            a = np.array([vector(mine, k, model.features) for k in keys])
-            b = np.array([vector(base, k, model.features) for k in keys])
-            ctx = np.array([context(mine, k, kind) for k in keys])
-            out[(task.id, impl.name)] = float(np.mean(model.probability(a, b, ctx)))
-    return out
+            for key in (config_key(c) for c in configs):
+                owners.append((task.id, impl.name))
+                a.append(vector(mine, key, model.features))
+                b.append(vector(base, key, model.features))
+                ctx.append(context(mine, key, kind))
+    if not owners:
+        return {}
+    p = model.probability(np.array(a), np.array(b), np.array(ctx))
+    sums: dict[tuple[str, str], list[float]] = {}
+    for owner, value in zip(owners, p, strict=True):
+        sums.setdefault(owner, []).append(float(value))
+    return {owner: float(np.mean(values)) for owner, values in sums.items()}
 
 
 def static_pair_probabilities(scores: Mapping[tuple[str, str], float], pairs: Sequence[Pair]) -> np.ndarray:
@@ -77,15 +87,18 @@ def random_scores(records: Records, seed: int = 0) -> dict[tuple[str, str], floa
 
 
 def compare(model: PairwiseModel, pairs: Sequence[Pair], records: Records, tasks: Mapping[str, Task],
-            seed: int = 0) -> dict[str, Any]:  # fmt: skip
-    """The ranker's figures with ``structural`` and ``random`` objects of the same keys, on the same pairs."""
+            seed: int = 0, seen_families: Collection[str] = ()) -> dict[str, Any]:  # fmt: skip
+    """The ranker's figures with ``structural`` and ``random`` objects of the same keys, on the same pairs.
+
+    ``seen_families``: the families of the training split (see :func:`~cudaperf_env.ranker.metrics.summary`).
+    """
     records = {key: r for key, r in records.items() if key[0] in tasks}
     result = summary(pairs, model_pair_probabilities(model, pairs, records),
-                     model_baseline_scores(model, tasks, records), tasks)  # fmt: skip
+                     model_baseline_scores(model, tasks, records), tasks, seen_families)  # fmt: skip
     for name, scores in (("structural", structural_scores(records)), ("random", random_scores(records, seed))):
         own = {k: v for k, v in scores.items() if k[1] != tasks[k[0]].baseline}
         result[name] = summary(pairs, static_pair_probabilities(scores, pairs), _against_baseline(own, scores, tasks),
-                               tasks)  # fmt: skip
+                               tasks, seen_families)  # fmt: skip
     return result
 
 

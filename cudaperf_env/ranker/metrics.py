@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -85,11 +85,20 @@ def speedup_correlation(scores: Mapping[tuple[str, str], float], tasks: Mapping[
 
 
 def summary(pairs: Sequence[Pair], p: np.ndarray, scores: Mapping[tuple[str, str], float],
-            tasks: Mapping[str, Task]) -> dict[str, Any]:  # fmt: skip
-    """The figures ``cudaperf ranker eval`` prints for one scorer."""
+            tasks: Mapping[str, Task], seen_families: Collection[str] = ()) -> dict[str, Any]:  # fmt: skip
+    """The figures ``cudaperf ranker eval`` prints for one scorer.
+
+    ``unseen_families`` holds the accuracy over the pairs of families not in ``seen_families``
+    (the families training saw), the figure that says how the scorer does on new kinds of task.
+    """
     ratio = np.array([pair.ratio for pair in pairs])
     wide = ratio >= 1.5
+    unseen = np.array([tasks[pair.task].family not in seen_families for pair in pairs], dtype=bool)
     return {"pairwise_accuracy": accuracy(p), "pairs": len(pairs),
+            "unseen_families": {"pairwise_accuracy": accuracy(p[unseen]) if unseen.any() else math.nan,
+                                "pairs": int(unseen.sum()),
+                                "families": sorted({tasks[q.task].family for q, u in zip(pairs, unseen, strict=True)
+                                                    if u})},
             "pairwise_accuracy_ratio_1_5": accuracy(p[wide]) if wide.any() else math.nan,
             "pairs_ratio_1_5": int(wide.sum()), **speedup_correlation(scores, tasks),
             "per_family": per_family(pairs, p, tasks)}  # fmt: skip

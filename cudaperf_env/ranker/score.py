@@ -84,15 +84,17 @@ class Ranker:
     def compare(self, a: Mapping[str, Any], b: Mapping[str, Any],
                 configs: Sequence[tuple[str, Config]]) -> dict[str, float]:  # fmt: skip
         """P(record ``a`` faster than record ``b``) per configuration key (NaN where ``a`` has no launch there)."""
-        out: dict[str, float] = {}
-        for kind, config in configs:
-            key = config_key(config)
-            if not a["configs"].get(key, {}).get("launches"):
-                out[key] = math.nan
-                continue
-            xa, xb = vector(a, key, self.model.features)[None], vector(b, key, self.model.features)[None]
-            p = float(self.model.probability(xa, xb, context(a, key, kind)[None])[0])
-            out[key] = p if math.isfinite(p) else math.nan
+        keys = [config_key(c) for _, c in configs]
+        out = dict.fromkeys(keys, math.nan)
+        live = [(kind, key) for (kind, _), key in zip(configs, keys, strict=True)
+                if a["configs"].get(key, {}).get("launches")]  # fmt: skip
+        if not live:
+            return out
+        xa = np.array([vector(a, key, self.model.features) for _, key in live])  # (K, F): one row per configuration
+        xb = np.array([vector(b, key, self.model.features) for _, key in live])
+        ctx = np.array([context(a, key, kind) for kind, key in live])
+        for (_, key), p in zip(live, self.model.probability(xa, xb, ctx), strict=True):
+            out[key] = float(p) if math.isfinite(p) else math.nan
         return out
 
     def baseline_record(self, task: Task, configs: Sequence[tuple[str, Config]]) -> dict[str, Any]:

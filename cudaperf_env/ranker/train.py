@@ -50,11 +50,11 @@ class TrainConfig:
     deadband: float = DEADBAND
     seed: int = 0
     rounds: int = 300
-    leaves: int = 31
+    leaves: int = 63
     learning_rate: float = 0.05
-    min_leaf: int = 40
+    min_leaf: int = 20
     l2: float = 1.0
-    threads: int = 2
+    threads: int = 1
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -137,7 +137,7 @@ def _fit_trees(config: TrainConfig, faster: np.ndarray, slower: np.ndarray, ctx:
 
 
 def _fit_logistic(config: TrainConfig, diff: np.ndarray, weights: np.ndarray, meta: dict[str, Any],
-                  progress: Progress | None) -> PairwiseModel:  # fmt: skip
+                  progress: Progress | None, names: Sequence[str] | None = None) -> PairwiseModel:  # fmt: skip
     """Newton's method on the L2-penalized weighted log-loss of ``sigmoid(w . z)``, both orientations folded in."""
     diff = np.where(np.isnan(diff), 0.0, diff)
     scale = np.sqrt(np.average(diff**2, axis=0, weights=weights))
@@ -155,7 +155,7 @@ def _fit_logistic(config: TrainConfig, diff: np.ndarray, weights: np.ndarray, me
             progress(step + 1, steps)
         if float(np.abs(delta).max()) < 1e-8:
             break
-    return PairwiseModel("logistic", config.features, (), (), 0.0, w, scale, meta)
+    return PairwiseModel("logistic", tuple(names or config.features), (), (), 0.0, w, scale, meta)
 
 
 def _config_table(config: TrainConfig) -> dict[str, Any]:

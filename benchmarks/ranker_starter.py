@@ -1,0 +1,73 @@
+"""The ranker against the structural score on hand-written kernels: the starter tasks' implementation pairs.
+
+No generator wrote these 34 tasks' implementations, and the ranker never trained on
+them. Their H200 timings (``benchmarks/results/starter_labels_h200.jsonl.gz``, the
+GPU labeller's records) are folded into the tasks as labels; pairs are the
+implementation pairs told apart beyond noise on each perf configuration (as for
+the dataset), and on the shown configurations separately.
+
+Run: ``python benchmarks/ranker_starter.py [--out benchmarks/results/ranker_starter_h200.json]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import replace
+from pathlib import Path
+
+from cudaperf_env.dataset.gpu_labels import implementation_labels, read_stream, task_digest
+from cudaperf_env.ranker import load_ranker
+from cudaperf_env.ranker.cli import json_safe
+from cudaperf_env.ranker.evaluation import compare
+from cudaperf_env.ranker.features import records_for
+from cudaperf_env.ranker.pairs import dataset_pairs
+from cudaperf_env.tasks import Task, load_tasks
+from cudaperf_env.tasks.schema import TimingLabel
+
+LABELS = Path(__file__).parent / "results" / "starter_labels_h200.jsonl.gz"
+
+
+def labelled_starter_tasks(path: Path = LABELS) -> dict[str, Task]:
+    """The bundled C-to-CUDA tasks whose stream record matches their digest, with the record's labels."""
+    stream = read_stream([path])
+    out = {}
+    for task in load_tasks(kind="c2cuda").values():
+        record = stream.get(task.id)
+        if not record or record.get("error") or record.get("digest") != task_digest(task):
+            continue
+        labels = implementation_labels(record)
+        impls = tuple(replace(i, labels=tuple(TimingLabel(**label) for label in labels.get(i.name, [])))
+                      for i in task.implementations)  # fmt: skip
+        out[task.id] = replace(task, implementations=impls)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", help="write the figures as JSON here")
+    args = parser.parse_args()
+    tasks = labelled_starter_tasks()
+    records = records_for(tasks.values())
+    model = load_ranker().model
+    result = {"card": "NVIDIA H200", "source": str(LABELS.name), "tasks": len(tasks)}
+    for kind in ("perf", "shown"):
+        pairs = dataset_pairs(tasks.values(), (kind,))
+        figures = compare(model, pairs, records, tasks)
+        figures.pop("per_family")
+        for name in ("structural", "random"):
+            figures[name].pop("per_family")
+        result[kind] = figures
+        structural, coin = figures["structural"], figures["random"]
+        print(f"{kind}: {len(pairs)} pairs; ranker {figures['pairwise_accuracy']:.3f}, structural "
+              f"{structural['pairwise_accuracy']:.3f}, random {coin['pairwise_accuracy']:.3f}; Spearman vs speedup "
+              f"ranker {figures['spearman']:.3f}, structural {structural['spearman']:.3f}")
+    meta = {label.driver for t in tasks.values() for i in t.implementations for label in i.labels[:1]}
+    dates = {label.date for t in tasks.values() for i in t.implementations for label in i.labels[:1]}
+    result.update({"driver": ", ".join(sorted(meta)), "date": ", ".join(sorted(dates))})
+    if args.out:
+        Path(args.out).write_text(json.dumps(json_safe(result), indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,40 @@
+"""Feature records and vectors: every feature tagged with its source, missing values NaN, the cache reused."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+
+from cudaperf_env.ranker.features import FEATURES, SOURCES, implementation_record, records_for, vector
+from cudaperf_env.ranker.pairs import config_key
+from tests.cudaperf_env.ranker.conftest import GRID_STRIDE, SINGLE_THREAD
+
+
+def test_every_feature_names_its_source():
+    assert {source for _, source in FEATURES} == set(SOURCES)
+    assert all(name.startswith(source + "/") for name, source in FEATURES)
+
+
+def test_vector_at_a_configuration_separates_launch_shapes(saxpy_task):
+    key = config_key(saxpy_task.perf_configs[0])
+    names = [name for name, _ in FEATURES]
+    one = vector(implementation_record(saxpy_task, "one", SINGLE_THREAD), key, names)
+    grid = vector(implementation_record(saxpy_task, "grid", GRID_STRIDE), key, names)
+    threads = names.index("parallelism/log2_threads")
+    assert one[threads] == 0 and grid[threads] > 16
+    assert math.isnan(one[names.index("compiler/registers")])  # not compiled: missing, not 0
+
+
+def test_records_come_from_the_cache_when_the_source_matches(saxpy_task, tmp_path):
+    impl = saxpy_task.implementations[0]
+    record = implementation_record(saxpy_task, impl.name, impl.source)
+    record["static"]["kernels"] = 99  # marks the cached copy
+    stale = {**implementation_record(saxpy_task, "grid_stride", "changed source"), "impl": "grid_stride"}
+    path = tmp_path / "f.jsonl.gz"
+    with gzip.open(path, "wt") as f:
+        f.write(json.dumps(record) + "\n" + json.dumps(stale) + "\n")
+    records = records_for([saxpy_task], path)
+    assert records[(saxpy_task.id, impl.name)]["static"]["kernels"] == 99
+    assert records[(saxpy_task.id, "grid_stride")]["digest"] != stale["digest"]  # recomputed
+    assert len(records) == len(saxpy_task.implementations)
