@@ -6,6 +6,7 @@ it to float). Never downloads: ``local_files_only`` is always set.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,10 @@ class TransformersPolicy:
         context_window: Override the model's ``max_position_embeddings``.
         adapter: A PEFT LoRA adapter directory applied on top of the model.
         name: Written into records (default: the model path).
+        threads: CPU threads of torch (process-wide); default: half the cores, at least 1.
+            More threads than free cores collapse under OpenMP's spin-waiting: on a shared
+            2-core machine the embedded model made 1.9 tokens/s with 2 threads, 10.9 with 1
+            (``benchmarks/agent_generation.py``).
     """
 
     def __init__(
@@ -51,10 +56,13 @@ class TransformersPolicy:
         context_window: int | None = None,
         adapter: str | Path | None = None,
         name: str | None = None,
+        threads: int | None = None,
     ) -> None:
         torch, transformers = _import_transformers()
         self._torch = torch
         self.device = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
+        if self.device == "cpu":
+            torch.set_num_threads(threads or default_threads())
         if isinstance(model, (str, Path)):
             directory, inferred = split_model_path(model)
             gguf = gguf_file or inferred
@@ -135,6 +143,11 @@ class TransformersPolicy:
             kept = _tokens_covering(self.tokenizer, kept, trimmed)
         lp = tuple(logprobs[: len(kept)]) if logprobs is not None else ()
         return Generation(trimmed, tuple(kept), lp, finish, prompt_tokens)
+
+
+def default_threads() -> int:
+    """Half the CPU cores, at least 1 (see ``threads`` of :class:`TransformersPolicy`)."""
+    return max(1, (os.cpu_count() or 1) // 2)
 
 
 def _should_stop(text: str, stops: tuple[str, ...], after_block: bool) -> bool:
