@@ -62,7 +62,7 @@ class SFTConfig:
     grad_accum: int = 1
     lr: float = 2e-4
     warmup: int = 20
-    max_len: int = 1536
+    max_len: int = 2048
     lora_r: int = 16
     lora_alpha: int = 32
     lora_dropout: float = 0.05
