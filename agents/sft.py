@@ -132,6 +132,10 @@ def train(config: SFTConfig, model: Any = None, tokenizer: Any = None, tasks: Se
     """
     torch, peft = _imports()
     device = ("cuda" if torch.cuda.is_available() else "cpu") if config.device == "auto" else config.device
+    if device == "cpu":
+        from agents.policies.transformers_policy import default_threads
+
+        torch.set_num_threads(default_threads())
     random.seed(config.seed)
     torch.manual_seed(config.seed)
     if model is None:

@@ -8,7 +8,7 @@ torch = pytest.importorskip("torch")
 from agents.errors import ModelNotFoundError  # noqa: E402
 from agents.model import default_model_path, split_model_path  # noqa: E402
 from agents.policies.base import Sampling, stop_at_code_block_end  # noqa: E402
-from agents.policies.transformers_policy import TransformersPolicy  # noqa: E402
+from agents.policies.transformers_policy import TransformersPolicy, _sampling_kwargs  # noqa: E402
 
 MESSAGES = [{"role": "system", "content": "You write CUDA."}, {"role": "user", "content": "saxpy please"}]
 
@@ -53,7 +53,9 @@ def test_greedy_is_deterministic_whatever_the_seed(tiny):
     assert a.text == b.text and a.token_ids == b.token_ids
     [[c]] = policy.generate([MESSAGES], 1, Sampling(temperature=0.0, max_tokens=8, stop_after_code_block=False,
                                                     repetition_penalty=50.0))  # fmt: skip
-    assert c.token_ids != a.token_ids and len(set(c.token_ids)) == len(c.token_ids)  # no token twice
+    assert len(set(c.token_ids)) == len(c.token_ids)  # a penalty of 50 lets no token come twice
+    assert _sampling_kwargs(Sampling(repetition_penalty=1.1))["repetition_penalty"] == 1.1
+    assert "repetition_penalty" not in _sampling_kwargs(Sampling())
 
 
 def test_stop_after_code_block_cuts_after_the_closing_fence():
