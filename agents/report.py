@@ -24,11 +24,15 @@ PASS_K = (1, 4, 8)
 Outcome = tuple[bool, float | None]
 
 
-def trajectories(records: Sequence[TurnRecord]) -> dict[tuple[str, int], list[TurnRecord]]:
-    """Records grouped by ``(task_id, trajectory)``, each list in turn order."""
-    groups: dict[tuple[str, int], list[TurnRecord]] = defaultdict(list)
+Key = tuple[str, int, int]
+"""A trajectory: ``(task_id, seed, trajectory)`` (runs of several seeds may be reported together)."""
+
+
+def trajectories(records: Sequence[TurnRecord]) -> dict[Key, list[TurnRecord]]:
+    """Records grouped by ``(task_id, seed, trajectory)``, each list in turn order."""
+    groups: dict[Key, list[TurnRecord]] = defaultdict(list)
     for r in records:
-        groups[(r.task_id, r.trajectory)].append(r)
+        groups[(r.task_id, r.seed, r.trajectory)].append(r)
     return {key: sorted(turns, key=lambda r: r.turn) for key, turns in groups.items()}
 
 
@@ -80,7 +84,7 @@ def _headline(per_task: dict[str, list[Outcome]], ks: Sequence[int]) -> dict[str
 
 
 def _turn_row(
-    trajs: dict[tuple[str, int], list[TurnRecord]], turn: int, records: Sequence[TurnRecord]
+    trajs: dict[Key, list[TurnRecord]], turn: int, records: Sequence[TurnRecord]
 ) -> dict[str, Any]:
     per_task = _per_task({key: best_by_turn(t, turn) for key, t in trajs.items()})
     at_turn = [r for r in records if r.turn == turn]
@@ -96,9 +100,9 @@ def _turn_row(
     }
 
 
-def _per_task(outcomes: dict[tuple[str, int], Outcome]) -> dict[str, list[Outcome]]:
+def _per_task(outcomes: dict[Key, Outcome]) -> dict[str, list[Outcome]]:
     per_task: dict[str, list[Outcome]] = defaultdict(list)
-    for (task_id, _), outcome in sorted(outcomes.items()):
+    for (task_id, _, _), outcome in sorted(outcomes.items()):
         per_task[task_id].append(outcome)
     return dict(per_task)
 
@@ -112,8 +116,8 @@ def _by_family(per_task: dict[str, list[Outcome]], families: dict[str, str]) -> 
 
 def _generate_seconds(records: Sequence[TurnRecord]) -> float:
     """Generation wall time, each batch counted once (records of one call share its time)."""
-    calls = {(r.task_id, r.turn, r.generate_seconds) for r in records}
-    return sum(s for _, _, s in calls)
+    calls = {(r.task_id, r.seed, r.turn, r.generate_seconds) for r in records}
+    return sum(c[-1] for c in calls)
 
 
 def _finite(value: float | None) -> float:

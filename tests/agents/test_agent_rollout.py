@@ -69,6 +69,10 @@ def test_report_over_the_written_trajectories(evaluator, tmp_path):
     assert report["status"] == {"format_error": 0.75, "ok": 0.25}
     assert report["per_family"]["elementwise"]["tasks"] == 1
     assert (tmp_path / "fast_p.png").stat().st_size > 1000 and (tmp_path / "per_turn.png").is_file()
+    # runs of two seeds reported together: their trajectory 0s are different samples
+    other = rollout(ScriptedPolicy([GARBAGE] * 4), TASK, evaluator, RolloutConfig(turns=1, group=4, seed=1))
+    both = write_report(records + other, tmp_path / "both")
+    assert both["trajectories"] == 8 and both["pass_at_k"]["1"] == pytest.approx(1 / 8)
 
 
 def test_context_drops_oldest_exchanges_and_summarizes_them():
