@@ -77,6 +77,7 @@ class TransformersPolicy:
             self.model, self.tokenizer, self.name = model, tokenizer, name or type(model).__name__
         if adapter is not None:
             self.model = _with_adapter(self.model, adapter)
+            self.name += f"+{adapter}"
         self.model.to(self.device).eval()
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
