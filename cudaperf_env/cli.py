@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from agents.cli import add_agent_commands
 from cudaperf_env.datagen.cli import add_dataset_commands
 from cudaperf_env.errors import CudaPerfError
 from cudaperf_env.ranker.cli import add_ranker_commands
@@ -38,6 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(title="commands")
     add_dataset_commands(sub)
     add_ranker_commands(sub)
+    add_agent_commands(sub)
 
     tasks = sub.add_parser("tasks", help="list or show tasks").add_subparsers(title="tasks commands")
     p = tasks.add_parser("list", help="list the tasks")
