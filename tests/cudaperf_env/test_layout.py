@@ -53,3 +53,10 @@ def test_evaluator_imports_no_concrete_backend():
     backends = {m for m in imports_of(PACKAGE / "evaluate.py") if m.startswith("cudaperf_env.backends")}
     concrete = {m for m in backends if m.split(".")[2] in ("cpu", "cuda")}
     assert not concrete, concrete
+
+
+def test_test_files_have_unique_names():
+    """Without ``__init__.py`` files pytest imports tests by basename: two ``test_cli.py`` break collection."""
+    tests = Path(__file__).parents[1]
+    names = [p.name for p in tests.rglob("test_*.py")]
+    assert sorted({n for n in names if names.count(n) > 1}) == []
