@@ -64,6 +64,7 @@ class Evaluation:
     speedup_lcb: float = math.nan
     runtime_ms: float = math.nan
     baseline_ms: float = math.nan
+    baseline: str = ""
     timing_flags: tuple[str, ...] = ()
     per_config_ms: tuple[float, ...] = ()
     speedup_vs_c: float = math.nan
@@ -246,13 +247,11 @@ def sanitize(ctx: Context) -> Context | Evaluation:
 
 
 def time_against_baseline(ctx: Context) -> Context | Evaluation:
-    """Interleaved timing of the candidate and the task's baseline, where the backend times."""
+    """Interleaved timing of the candidate and the task's baseline (or, without one, its C reference on
+    the host), where the backend times."""
     timer = ctx.backend.capabilities.timer
     if timer is None or ctx.build is None or ctx.worker is None:
         return ctx
-    if not ctx.task.baseline:
-        ctx.seconds["timing"] = 0.0
-        return ctx.update(timing_flags=("the task has no baseline implementation to time against",))
     started = time.perf_counter()
     timing = timer.time(ctx.task, ctx.build, ctx.seed, ctx.workdir, ctx.worker)
     ctx.seconds["timing"] = time.perf_counter() - started
@@ -379,6 +378,7 @@ def _timing_fields(timing: TimingResult) -> dict[str, Any]:
         "speedup_lcb": e.speedup_lcb,
         "runtime_ms": e.candidate_ms,
         "baseline_ms": e.baseline_ms,
+        "baseline": timing.baseline,
         "timing_flags": tuple(timing.flags),
         "per_config_ms": tuple(candidate_ms),
         "speedup_vs_c": speedup_over(timing.c_reference_ms, candidate_ms),
