@@ -10,8 +10,9 @@ from typing import Any, NoReturn
 import yaml
 
 from cudaperf_env.errors import TaskFormatError
+from cudaperf_env.tasks.distributions import DISTRIBUTIONS
 from cudaperf_env.tasks.dtypes import DTYPES
-from cudaperf_env.tasks.expressions import evaluate
+from cudaperf_env.tasks.inputs import resolve
 from cudaperf_env.tasks.schema import (
     KINDS,
     LABEL_KINDS,
@@ -29,14 +30,6 @@ from cudaperf_env.tasks.schema import (
 _ID = re.compile(r"^[a-z0-9]+/[a-z0-9_]+$")
 _LABEL_NUMBERS = ("median_ms", "lo_ms", "hi_ms", "trials", "mismatched")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-DISTRIBUTIONS = {
-    "normal": {"mean", "std"},
-    "uniform": {"low", "high"},
-    "randint": {"low", "high"},
-    "sorted_randint": {"low", "high"},
-    "permutation": set(),
-    "csr_rowptr": {"nnz"},
-}
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -188,6 +181,7 @@ class _Validator:
             arg = Arg(name, role, dtype, raw.get("value"), shape, init)
             self.evaluates(arg, configs, field)
             args.append(arg)
+        self.groups(tuple(args))
         return tuple(args)
 
     def init(self, init: Mapping[str, Any], field: str) -> None:
@@ -196,9 +190,28 @@ class _Validator:
         dist = init.get("dist")
         if dist not in DISTRIBUTIONS:
             self.fail(f"{field}.dist", f"expected one of {', '.join(DISTRIBUTIONS)}, got {dist!r}")
-        extra = set(init) - {"dist"} - DISTRIBUTIONS[dist]
+        spec = DISTRIBUTIONS[dist]
+        extra = set(init) - {"dist"} - spec.keys - ({"group", "part"} if spec.structured else set())
         if extra:
             self.fail(field, f"unknown keys for dist {dist}: {', '.join(sorted(extra))}")
+        missing = spec.needs - set(init)
+        if missing:
+            self.fail(field, f"dist {dist} needs {', '.join(sorted(missing))}")
+        if spec.structured and (not isinstance(init.get("group"), str) or init.get("part") not in spec.parts):
+            self.fail(field, f"dist {dist} describes several buffers: give group: NAME (shared by its buffers) "
+                             f"and part: one of {', '.join(spec.parts)}")  # fmt: skip
+
+    def groups(self, args: tuple[Arg, ...]) -> None:
+        """Buffers of one structured ``group`` must agree on its distribution and parameters."""
+        seen: dict[str, Mapping[str, Any]] = {}
+        for arg in args:
+            group = arg.init.get("group")
+            if group is None:
+                continue
+            params = {k: v for k, v in arg.init.items() if k != "part"}
+            if seen.setdefault(group, params) != params:
+                self.fail(f"args.{arg.name}.init", f"group {group!r} is described differently by another buffer: "
+                                                   f"{dict(seen[group])} vs {params}")  # fmt: skip
 
     def evaluates(self, arg: Arg, configs: tuple[Config, ...], field: str) -> None:
         for cfg in configs:
@@ -206,9 +219,7 @@ class _Validator:
                 if arg.is_buffer:
                     if arg.numel(cfg) < 1:
                         self.fail(f"{field}.shape", f"is empty under configuration {dict(cfg)}")
-                    for key in ("low", "high", "nnz"):
-                        if key in arg.init:
-                            evaluate(arg.init[key], cfg)
+                    resolve(arg.init, cfg)
                 else:
                     arg.scalar_value(cfg)
             except ValueError as exc:

@@ -344,9 +344,22 @@ def build_reference(task: Task, workdir: Path) -> ctypes.CDLL:
 
 # ----------------------------------------------------------------------------- inputs
 
+PACKAGE_DISTRIBUTIONS = ("unique", "unique_sorted", "planted", "symmetric", "spd", "nonsingular", "adjacency",
+                         "csr_graph", "csr_matrix")  # fmt: skip
+
+
+def package_inputs(task: Task, cfg: dict[str, int], seed: int) -> dict[str, np.ndarray]:
+    """The package's own draw, for distributions with a property to construct (graphs, SPD matrices)."""
+    from cudaperf_env.tasks import load_task
+    from cudaperf_env.tasks.inputs import make_inputs as draw
+
+    return draw(load_task(task.path), cfg, seed)
+
+
 def make_inputs(task: Task, cfg: dict[str, int], rng: np.random.Generator) -> dict[str, Any]:
     """Scalars (numpy scalars of the arg dtype) and buffers drawn per each arg's init."""
     vals: dict[str, Any] = {}
+    package: dict[str, np.ndarray] = {}
     for a in task.args:
         npdt = DTYPES[a["dtype"]][0]
         if a["role"] == "scalar":
@@ -361,7 +374,7 @@ def make_inputs(task: Task, cfg: dict[str, int], rng: np.random.Generator) -> di
         is_float = a["dtype"].startswith("float")
         init = dict(a.get("init") or ({"dist": "normal"} if is_float else {"dist": "randint", "low": 0, "high": 100}))
         dist = init.pop("dist")
-        ev = {k: eval_expr(v, cfg, allow_float=True) for k, v in init.items()}
+        ev = {k: eval_expr(v, cfg, allow_float=True) for k, v in init.items() if k not in ("group", "part")}
         if dist == "normal":
             arr = rng.normal(ev.get("mean", 0.0), ev.get("std", 1.0), size)
         elif dist == "uniform":
@@ -376,6 +389,9 @@ def make_inputs(task: Task, cfg: dict[str, int], rng: np.random.Generator) -> di
             nnz = int(ev["nnz"])
             inner = np.sort(rng.integers(0, nnz + 1, size - 2))
             arr = np.concatenate([[0], inner, [nnz]])
+        elif dist in PACKAGE_DISTRIBUTIONS:  # structured ones: drawn by the package, for every buffer of a group
+            package = package or package_inputs(task, cfg, int(rng.integers(1 << 31)))
+            arr = package[a["name"]]
         else:
             raise CheckError(f"{task.path.name}: {a['name']}: unknown init dist {dist!r}")
         vals[a["name"]] = np.ascontiguousarray(arr.astype(npdt).reshape(shape))
@@ -564,6 +580,11 @@ NUMPY_REFS: dict[str, Callable[..., dict[str, Any]]] = {
     "c2cuda/conv1d_f32": lambda cfg, cin, cout, length, kw, x, w: {"y": _conv1d(x, w)},
     "c2cuda/spmv_csr_f32": lambda cfg, m, n, rowptr, colidx, vals, x: {
         "y": _spmv(rowptr, colidx, vals, x)},
+    "c2cuda/spmv_csr_f64": lambda cfg, n, rowptr, colidx, values, x: {"y": _spmv(rowptr, colidx, values, x)},
+    "c2cuda/symv_f32": lambda cfg, n, a, x: {"y": a.astype(f64) @ x.astype(f64)},
+    "c2cuda/find_first_i32": lambda cfg, n, target, a: {
+        "out": [int(np.argmax(a == target)) if (a == target).any() else -1]},
+    "c2cuda/lower_bound_i32": lambda cfg, n, m, keys, queries: {"pos": np.searchsorted(keys, queries, "left")},
 }
 
 
