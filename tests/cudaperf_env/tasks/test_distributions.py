@@ -37,7 +37,7 @@ def test_graphs_are_simple_undirected_and_connected(seed):
     graph = sp.csr_matrix((g["weights"], g["colidx"], g["rowptr"]), shape=(50, 50))
     assert graph.nnz == 98 and (graph != graph.T).nnz == 0 and graph.diagonal().sum() == 0
     assert csgraph.connected_components(graph, directed=False)[0] == 1
-    assert all(np.all(np.diff(g["colidx"][a:b]) > 0) for a, b in zip(g["rowptr"], g["rowptr"][1:]))
+    assert all(np.all(np.diff(g["colidx"][a:b]) > 0) for a, b in zip(g["rowptr"][:-1], g["rowptr"][1:], strict=True))
 
 
 @pytest.mark.parametrize("seed", SEEDS)
