@@ -28,6 +28,7 @@ import numpy as np
 
 from cudaperf_env.analysis import StructuralReport, analyze
 from cudaperf_env.backends.base import Backend, Build, Crash, Job, TimingResult, Worker
+from cudaperf_env.backends.checker import run_checker
 from cudaperf_env.backends.reference import ReferenceOutputs
 from cudaperf_env.judge import ConfigOutcome, judge
 from cudaperf_env.kinds import kind_of
@@ -224,7 +225,15 @@ def run_and_judge(ctx: Context) -> Context | Evaluation:
     started = time.perf_counter()
     runs = ctx.backend.run(ctx.build, ctx.task, ctx.jobs, ctx.workdir, ctx.worker)
     ctx.seconds["run"] = time.perf_counter() - started
-    ctx.outcomes = judge(ctx.task, ctx.jobs, runs, want)
+    checked: list[tuple[bool, str]] = []
+    if ctx.task.checker is not None:
+        done = [i for i, r in enumerate(runs) if r.status == Status.OK]
+        checked = run_checker(ctx.task, [ctx.jobs[i] for i in done], [runs[i].buffers for i in done],
+                              [want[i] for i in done], ctx.workdir)  # fmt: skip
+        by_index = dict(zip(done, checked, strict=True))
+        checked = [by_index.get(i, (False, "")) for i in range(len(runs))]
+        ctx.seconds["checker"] = time.perf_counter() - started - ctx.seconds["run"]
+    ctx.outcomes = judge(ctx.task, ctx.jobs, runs, want, checked)
     ctx.update(compiled=True, configs=tuple(ctx.outcomes),
                stdout=next((r.stdout for r in reversed(runs) if r.stdout), ""))  # fmt: skip
     failed = next((o for o in ctx.outcomes if o.status != Status.OK), None)

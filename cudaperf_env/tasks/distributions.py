@@ -55,6 +55,11 @@ def randint(p: Params, n: int, shape: tuple[int, ...], rng: np.random.Generator)
     return rng.integers(low, max(high, low + 1), n, dtype=np.int64)
 
 
+def bernoulli(p: Params, n: int, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+    """0 or 1, 1 with probability ``p`` (bool masks and flags)."""
+    return (rng.random(n) < p.get("p", 0.5)).astype(np.int64)
+
+
 def sorted_randint(p: Params, n: int, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
     return np.sort(randint(p, n, shape, rng))
 
@@ -209,6 +214,7 @@ DISTRIBUTIONS: dict[str, Distribution] = {
     "normal": _plain(normal, "mean std"),
     "uniform": _plain(uniform, "low high"),
     "randint": _plain(randint, "low high"),
+    "bernoulli": _plain(bernoulli, "p"),
     "sorted_randint": _plain(sorted_randint, "low high"),
     "unique": _plain(unique, "low high"),
     "unique_sorted": _plain(unique_sorted, "low high"),

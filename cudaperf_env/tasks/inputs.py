@@ -13,7 +13,8 @@ from cudaperf_env.tasks.schema import Arg, Config, Task
 
 
 def make_inputs(task: Task, config: Config, seed: int) -> dict[str, np.ndarray]:
-    """Values of every ``in``/``inout`` buffer of ``task`` under ``config``.
+    """Values of every ``in``/``inout`` buffer of ``task`` under ``config``, and of every scalar
+    drawn per episode (a one-element array under the scalar's name).
 
     The same ``(task, config, seed)`` always gives the same arrays; each argument
     has its own stream, so adding an argument does not change the others. Arguments
@@ -22,6 +23,11 @@ def make_inputs(task: Task, config: Config, seed: int) -> dict[str, np.ndarray]:
     out: dict[str, np.ndarray] = {}
     structures: dict[str, dict[str, np.ndarray]] = {}
     for index, arg in enumerate(task.args):
+        if arg.role == "scalar" and arg.init:
+            rng = np.random.default_rng([seed & 0xFFFFFFFF, index, _config_key(config)])
+            out[arg.name] = DISTRIBUTIONS[arg.init["dist"]].draw(resolve(arg.init, config), 1, (1,), rng).astype(
+                arg.dtype.numpy)  # fmt: skip
+            continue
         if arg.role not in ("in", "inout"):
             continue
         group = arg.init.get("group")
@@ -40,9 +46,11 @@ def make_inputs(task: Task, config: Config, seed: int) -> dict[str, np.ndarray]:
     return out
 
 
-def scalar_values(task: Task, config: Config) -> dict[str, int | float]:
-    """Values of every scalar argument under ``config``."""
-    return {a.name: a.scalar_value(config) for a in task.args if not a.is_buffer}
+def scalar_values(task: Task, config: Config, inputs: Mapping[str, np.ndarray] | None = None) -> dict[str, int | float]:
+    """Values of every scalar argument under ``config`` (drawn ones from ``inputs``, else their centre)."""
+    drawn = inputs or {}
+    return {a.name: drawn[a.name].item() if a.name in drawn else a.scalar_value(config)
+            for a in task.args if not a.is_buffer}  # fmt: skip
 
 
 def resolve(init: Mapping[str, Any], config: Config) -> dict[str, float]:
@@ -55,7 +63,8 @@ def draw(arg: Arg, config: Config, rng: np.random.Generator) -> np.ndarray:
     """One buffer's values from its ``init`` distribution (defaults by dtype)."""
     n = arg.numel(config)
     dtype = arg.dtype.numpy
-    init: Mapping = arg.init or ({"dist": "normal"} if arg.dtype.is_float else {"dist": "randint"})
+    init: Mapping = arg.init or {"dist": "normal" if arg.dtype.is_float else "bernoulli" if arg.dtype.is_bool
+                                 else "randint"}  # fmt: skip
     params = resolve(init, config)
     if init["dist"] == "normal" and dtype in (np.float32, np.float64):  # fast path, no float64 detour
         std, mean = dtype.type(params.get("std", 1.0)), dtype.type(params.get("mean", 0.0))

@@ -11,7 +11,7 @@ import yaml
 
 from cudaperf_env.errors import TaskFormatError
 from cudaperf_env.tasks.distributions import DISTRIBUTIONS
-from cudaperf_env.tasks.dtypes import DTYPES
+from cudaperf_env.tasks.dtypes import C_TYPE_SPELLINGS, DTYPES
 from cudaperf_env.tasks.inputs import resolve
 from cudaperf_env.tasks.schema import (
     KINDS,
@@ -19,6 +19,7 @@ from cudaperf_env.tasks.schema import (
     ROLES,
     SCHEMA_VERSION,
     Arg,
+    Checker,
     Config,
     Implementation,
     Task,
@@ -30,6 +31,7 @@ from cudaperf_env.tasks.schema import (
 _ID = re.compile(r"^[a-z0-9]+/[a-z0-9_]+$")
 _LABEL_NUMBERS = ("median_ms", "lo_ms", "hi_ms", "trials", "mismatched")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+SCALAR_DISTRIBUTIONS = ("normal", "uniform", "randint")
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -91,6 +93,7 @@ def parse_task(data: Any, path: str = "<memory>") -> Task:
         baseline=baseline,
         implementations=implementations,
         path=path,
+        checker=v.checker(m["checker"]) if "checker" in m else None,
     )
     if "signature" in m and _normalize(str(m["signature"])) != _normalize(task.signature):
         v.fail("signature", f"does not match args: args imply '{task.signature}'")
@@ -172,17 +175,53 @@ class _Validator:
             except ValueError as exc:
                 self.fail(f"{field}.dtype", str(exc))
             shape = tuple(raw.get("shape", ()))
-            if role == "scalar" and "value" not in raw:
-                self.fail(f"{field}.value", "a scalar needs a value (a number or an expression)")
+            init = dict(self.mapping(raw.get("init", {}), f"{field}.init"))
+            if role == "scalar" and "value" not in raw and not init:
+                self.fail(f"{field}.value", "a scalar needs a value (a number or an expression) or an init "
+                                            "(a distribution drawn per episode)")  # fmt: skip
             if role != "scalar" and not shape:
                 self.fail(f"{field}.shape", "a buffer needs a shape: a list of expressions")
-            init = dict(self.mapping(raw.get("init", {}), f"{field}.init"))
             self.init(init, f"{field}.init")
-            arg = Arg(name, role, dtype, raw.get("value"), shape, init)
+            if role == "scalar" and init.get("dist", "uniform") not in SCALAR_DISTRIBUTIONS:
+                self.fail(f"{field}.init.dist", f"a scalar is drawn from one of {', '.join(SCALAR_DISTRIBUTIONS)}")
+            if dtype.is_bool and (role == "scalar" or init.get("dist", "bernoulli") != "bernoulli"):
+                self.fail(f"{field}.dtype", "bool is for buffers drawn from {dist: bernoulli, p: P} (the default); "
+                                            "a flag scalar is an int32 0 or 1")  # fmt: skip
+            ctype = str(raw.get("ctype", ""))
+            if ctype and ctype not in C_TYPE_SPELLINGS.get(dtype.name, ()):
+                allowed = ", ".join(C_TYPE_SPELLINGS.get(dtype.name, ())) or "none"
+                self.fail(f"{field}.ctype", f"{dtype.name} may be spelled {allowed} (got {ctype!r})")
+            check, length = str(raw.get("check", "elementwise")), str(raw.get("length", ""))
+            if check not in ("elementwise", "multiset", "sorted"):
+                self.fail(f"{field}.check", f"expected elementwise, multiset or sorted, got {check!r}")
+            if (check != "elementwise" or length) and role not in ("out", "inout"):
+                self.fail(f"{field}.check", "check and length apply to outputs (role out or inout)")
+            arg = Arg(name, role, dtype, raw.get("value"), shape, init, ctype, check, length)
             self.evaluates(arg, configs, field)
             args.append(arg)
         self.groups(tuple(args))
+        self.lengths(tuple(args), configs)
         return tuple(args)
+
+    def checker(self, value: Any) -> Checker:
+        raw = self.mapping(value, "checker")
+        entry = self.text(raw, "entry", "checker.entry")
+        if not _IDENT.match(entry):
+            self.fail("checker.entry", f"expected a C identifier, got {entry!r}")
+        return Checker(entry, self.text(raw, "source", "checker.source"))
+
+    def lengths(self, args: tuple[Arg, ...], configs: tuple[Config, ...]) -> None:
+        """An output's ``length`` names another output: one integer element, the count of defined elements."""
+        by_name = {a.name: a for a in args}
+        for arg in args:
+            count = by_name.get(arg.length)
+            if not arg.length:
+                continue
+            if count is None or count.role not in ("out", "inout") or count.dtype.is_float or count.length:
+                self.fail(f"args.{arg.name}.length", f"expected the name of an integer output holding the count, "
+                                                     f"got {arg.length!r}")  # fmt: skip
+            if any(count.numel(c) != 1 for c in configs):
+                self.fail(f"args.{arg.name}.length", f"the count `{count.name}` must have exactly one element")
 
     def init(self, init: Mapping[str, Any], field: str) -> None:
         if not init:

@@ -58,6 +58,7 @@ TASK_DIR = ROOT / "cudaperf_env" / "tasks" / "data" / "c2cuda"
 NVCC = os.environ.get("NVCC", "/usr/local/bin/nvcc" if Path("/usr/local/bin/nvcc").exists() else "nvcc")
 
 DTYPES = {  # dtype -> (numpy dtype, C type)
+    "bool": (np.uint8, "bool"),
     "int8": (np.int8, "signed char"),
     "int16": (np.int16, "short"),
     "int32": (np.int32, "int"),
@@ -158,7 +159,7 @@ class Task:
     def signature(self) -> str:
         parts = []
         for a in self.args:
-            ctype = DTYPES[a["dtype"]][1]
+            ctype = a.get("ctype") or DTYPES[a["dtype"]][1]
             if a["role"] == "scalar":
                 parts.append(f"{ctype} {a['name']}")
             elif a["role"] == "in":
@@ -221,7 +222,7 @@ def check_schema(path: Path) -> Task:
         _need(a.get("role") in ROLES, aw, f"role must be one of {ROLES}")
         _need(a.get("dtype") in DTYPES, aw, f"dtype must be one of {sorted(DTYPES)}")
         if a["role"] == "scalar":
-            _need("value" in a and "shape" not in a and "init" not in a, aw, "scalar needs value only")
+            _need(("value" in a or "init" in a) and "shape" not in a, aw, "scalar needs a value or an init, no shape")
         else:
             _need(isinstance(a.get("shape"), list) and a["shape"], aw, "buffer needs a shape list")
             _need("value" not in a, aw, "buffer has no value")
@@ -237,8 +238,10 @@ def check_schema(path: Path) -> Task:
             _need(isinstance(cfg, dict) and all(isinstance(v, int) for v in cfg.values()), cw,
                   "mapping of symbol -> integer")
             for a in task.args:
-                if a["role"] == "scalar":
+                if a["role"] == "scalar" and "value" in a:
                     eval_expr(a["value"], cfg, allow_float=a["dtype"].startswith("float"))
+                elif a["role"] == "scalar":
+                    pass  # drawn per episode: the package's loader checks the distribution
                 else:
                     shp = task.shape(a, cfg)
                     _need(all(s >= 1 for s in shp), cw, f"{a['name']} shape {shp} not positive")
@@ -333,7 +336,8 @@ def nvcc_cubin(task: Task, impl: dict[str, Any], workdir: Path) -> tuple[bool, s
 
 def build_reference(task: Task, workdir: Path) -> ctypes.CDLL:
     src = workdir / f"{task.name}__ref.c"
-    src.write_text(f"{task.signature()};\n#line 1 \"reference.c\"\n{task.data['reference']['source']}")
+    includes = "#include <stdbool.h>\n#include <stddef.h>\n#include <stdint.h>\n"
+    src.write_text(f"{includes}{task.signature()};\n#line 1 \"reference.c\"\n{task.data['reference']['source']}")
     lib = src.with_suffix(".so")
     p = run_cmd(["gcc", "-std=c11", "-O2", "-Wall", "-Werror", "-shared", "-fPIC", "-o", str(lib),
                  str(src), "-lm"])
@@ -344,8 +348,8 @@ def build_reference(task: Task, workdir: Path) -> ctypes.CDLL:
 
 # ----------------------------------------------------------------------------- inputs
 
-PACKAGE_DISTRIBUTIONS = ("unique", "unique_sorted", "planted", "symmetric", "spd", "nonsingular", "adjacency",
-                         "csr_graph", "csr_matrix")  # fmt: skip
+PACKAGE_DISTRIBUTIONS = ("bernoulli", "unique", "unique_sorted", "planted", "symmetric", "spd", "nonsingular",
+                         "adjacency", "csr_graph", "csr_matrix")  # fmt: skip
 
 
 def package_inputs(task: Task, cfg: dict[str, int], seed: int) -> dict[str, np.ndarray]:
@@ -362,6 +366,10 @@ def make_inputs(task: Task, cfg: dict[str, int], rng: np.random.Generator) -> di
     package: dict[str, np.ndarray] = {}
     for a in task.args:
         npdt = DTYPES[a["dtype"]][0]
+        if a["role"] == "scalar" and a.get("init"):  # drawn per episode: the package draws it
+            package = package or package_inputs(task, cfg, int(rng.integers(1 << 31)))
+            vals[a["name"]] = np.array(package[a["name"]][0], dtype=npdt)
+            continue
         if a["role"] == "scalar":
             vals[a["name"]] = np.array(eval_expr(a["value"], cfg, allow_float=True), dtype=npdt)
             continue
@@ -437,6 +445,19 @@ def smallest_first(task: Task, cfgs: list[dict[str, int]]) -> list[dict[str, int
     return sorted(cfgs, key=lambda c: sum(int(np.prod(task.shape(a, c))) for a in task.buffers()))
 
 
+def as_checked(a: dict, got: dict[str, Any], want: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """One output as its ``check``/``length`` compares it: the counted prefix, sorted where order is free."""
+    g, w = np.asarray(got[a["name"]]).ravel(), np.asarray(want[a["name"]]).ravel()
+    if a.get("length"):
+        count = int(np.asarray(want[a["length"]]).ravel()[0])
+        g, w = g[:count], w[:count]
+    if a.get("check") == "multiset":
+        g, w = np.sort(g), np.sort(w)
+    elif a.get("check") == "sorted":
+        w = np.sort(w)
+    return g, w
+
+
 def check_reference(task: Task, lib: ctypes.CDLL, seed: int) -> str:
     """C reference vs numpy on every visible and hidden config; returns a summary."""
     fn = NUMPY_REFS.get(task.id)
@@ -457,8 +478,8 @@ def check_reference(task: Task, lib: ctypes.CDLL, seed: int) -> str:
                       f"reference modified in-buffer {n}")
                 continue
             _need(n in want, task.path.name, f"numpy reference returned no {n}")
-            w = np.asarray(want[n]).astype(DTYPES[a["dtype"]][0]).reshape(task.shape(a, cfg))
-            ok, r = compare(task, a["dtype"], got[n], w)
+            w = np.asarray(want[n]).astype(DTYPES[a["dtype"]][0])
+            ok, r = compare(task, a["dtype"], *as_checked(a, got, {**want, n: w}))
             _need(ok, f"{task.path.name}: config {cfg}",
                   f"C reference and numpy disagree on {n} (worst err/allowed {r:.3g})")
             worst = max(worst, r)
@@ -585,6 +606,8 @@ NUMPY_REFS: dict[str, Callable[..., dict[str, Any]]] = {
     "c2cuda/find_first_i32": lambda cfg, n, target, a: {
         "out": [int(np.argmax(a == target)) if (a == target).any() else -1]},
     "c2cuda/lower_bound_i32": lambda cfg, n, m, keys, queries: {"pos": np.searchsorted(keys, queries, "left")},
+    "c2cuda/select_positive_f32": lambda cfg, n, x: {"out": x[x > 0], "count": [int((x > 0).sum())]},
+    "c2cuda/masked_axpy_f32": lambda cfg, n, alpha, mask, x, y: {"y": y + np.where(mask != 0, f64(alpha) * x, 0.0)},
 }
 
 
@@ -719,7 +742,7 @@ def gpu_worker(task_path: Path, impl_names: list[str], mode: str, seed: int, wor
                         errors.append(f"{cfg}: {e}")
                         break
                     for a in task.buffers():
-                        ok, r = compare(task, a["dtype"], got[a["name"]], want[a["name"]])
+                        ok, r = compare(task, a["dtype"], *as_checked(a, got, want))
                         if a["role"] != "in":
                             worst = max(worst, r)
                         if not ok:
