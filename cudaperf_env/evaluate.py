@@ -29,6 +29,7 @@ import numpy as np
 from cudaperf_env.analysis import StructuralReport, analyze
 from cudaperf_env.backends.base import Backend, Build, Crash, Job, TimingResult, Worker
 from cudaperf_env.backends.checker import run_checker
+from cudaperf_env.backends.generator import task_inputs
 from cudaperf_env.backends.reference import ReferenceOutputs
 from cudaperf_env.judge import ConfigOutcome, judge
 from cudaperf_env.kinds import kind_of
@@ -36,7 +37,6 @@ from cudaperf_env.ranker import Ranker, load_ranker
 from cudaperf_env.source import extract_code, screen
 from cudaperf_env.source.screen import Finding
 from cudaperf_env.status import Status
-from cudaperf_env.tasks.inputs import make_inputs
 from cudaperf_env.tasks.schema import Task, TimingLabel
 from cudaperf_env.toolchain import tools
 from cudaperf_env.toolchain.cache import scratch_dir
@@ -162,7 +162,7 @@ def launch(ctx: Context) -> Context | Evaluation:
     """Start the overlapping work: nvcc check, backend build, expected outputs, the worker."""
     task, code, options = ctx.task, _code(ctx), ctx.options
     configs = task.correctness_configs if options.run_hidden else task.configs
-    ctx.jobs = [Job(c, make_inputs(task, c, ctx.seed)) for c in configs]
+    ctx.jobs = [Job(c, task_inputs(task, c, ctx.seed)) for c in configs]
     (ctx.workdir / "ref").mkdir()
     ctx.pending["check"] = ctx.pool.submit(compile_check, kind_of(task).harness(task, code), options.arch,
                                            options.compile_timeout_s, ctx.cancel)  # fmt: skip

@@ -16,7 +16,7 @@ def entry_declaration(task: Task, language: str = "cuda") -> str:
     """The entry's C declaration (``extern "C"`` for C++/CUDA)."""
     prefix = 'extern "C" ' if language == "cuda" else ""
     includes = "".join(f"#include <{h}>\n" for h in task.headers(language))
-    return f"{includes}{prefix}{task.signature};\n"
+    return f"{includes}{task.type_declarations(language)}{prefix}{task.signature};\n"
 
 
 def call_shim(task: Task, language: str = "cuda", symbol: str = CALL_SYMBOL) -> str:

@@ -18,12 +18,12 @@ import numpy as np
 
 from cudaperf_env.backends.cpu.backend import CpuBackend
 from cudaperf_env.backends.execute import Job
+from cudaperf_env.backends.generator import task_inputs
 from cudaperf_env.backends.reference import ReferenceError, ReferenceOutputs
 from cudaperf_env.compare import compare
 from cudaperf_env.errors import TaskFormatError
 from cudaperf_env.evaluate import Evaluator
 from cudaperf_env.tasks import Task, load_task
-from cudaperf_env.tasks.inputs import make_inputs
 from cudaperf_env.toolchain.cache import scratch_dir
 
 SEEDS = (0, 1)
@@ -88,7 +88,7 @@ def _reference_problems(task: Task, reference: ReferenceOutputs) -> tuple[list[s
     try:
         for config in task.correctness_configs:
             try:
-                runs = [reference.expected(task, [Job(config, make_inputs(task, config, s))], s, workdir)[0]
+                runs = [reference.expected(task, [Job(config, task_inputs(task, config, s))], s, workdir)[0]
                         for s in SEEDS]  # fmt: skip
             except (ReferenceError, ValueError) as exc:
                 errors.append(f"configuration {dict(config)}: {exc}")

@@ -21,7 +21,7 @@ class C2Cuda:
 
     def prompt(self, task: Task) -> str:
         args = "\n".join(
-            f"- `{a.name}`: {a.dtype.name} {ROLES.of(a.role)}"
+            f"- `{a.name}`: {_type_words(a)} {ROLES.of(a.role)}"
             + (f", shape [{', '.join(map(str, a.shape))}]" if a.is_buffer else _scalar_value(a))
             for a in task.args
         )
@@ -66,3 +66,10 @@ def _scalar_value(arg: Arg) -> str:
         return f" = {arg.value}"
     params = ", ".join(f"{k}={v}" for k, v in arg.init.items() if k != "dist")
     return f", drawn per episode from {arg.init['dist']}({params}): do not assume a value"
+
+
+def _type_words(arg: Arg) -> str:
+    """``float32``, or for a buffer of structs ``float2 (struct of float32 x, y)``."""
+    if not arg.fields:
+        return arg.dtype.name
+    return f"{arg.c_type} (struct of {arg.dtype.name} {', '.join(arg.fields)})"

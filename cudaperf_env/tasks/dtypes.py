@@ -69,3 +69,11 @@ DEFAULT_TOLERANCE: dict[str, tuple[float, float]] = {
     "float32": (1e-4, 1e-5),
     "float64": (1e-10, 1e-12),
 }
+
+# CUDA's vector types, usable as a struct argument's ``ctype``: (dtype, fields, alignment in bytes).
+# CUDA declares them; for the C reference the same layout is declared before the entry.
+VECTOR_TYPES: dict[str, tuple[str, tuple[str, ...], int]] = {
+    "float2": ("float32", ("x", "y"), 8), "float3": ("float32", ("x", "y", "z"), 4),
+    "float4": ("float32", ("x", "y", "z", "w"), 16), "double2": ("float64", ("x", "y"), 16),
+    "int2": ("int32", ("x", "y"), 8), "int4": ("int32", ("x", "y", "z", "w"), 16),
+}  # fmt: skip

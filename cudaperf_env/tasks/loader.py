@@ -11,7 +11,7 @@ import yaml
 
 from cudaperf_env.errors import TaskFormatError
 from cudaperf_env.tasks.distributions import DISTRIBUTIONS
-from cudaperf_env.tasks.dtypes import C_TYPE_SPELLINGS, DTYPES
+from cudaperf_env.tasks.dtypes import C_TYPE_SPELLINGS, DTYPES, VECTOR_TYPES
 from cudaperf_env.tasks.inputs import resolve
 from cudaperf_env.tasks.schema import (
     KINDS,
@@ -19,7 +19,7 @@ from cudaperf_env.tasks.schema import (
     ROLES,
     SCHEMA_VERSION,
     Arg,
-    Checker,
+    CFunction,
     Config,
     Implementation,
     Task,
@@ -93,7 +93,8 @@ def parse_task(data: Any, path: str = "<memory>") -> Task:
         baseline=baseline,
         implementations=implementations,
         path=path,
-        checker=v.checker(m["checker"]) if "checker" in m else None,
+        checker=v.c_function(m["checker"], "checker") if "checker" in m else None,
+        generator=v.c_function(m["generator"], "generator") if "generator" in m else None,
     )
     if "signature" in m and _normalize(str(m["signature"])) != _normalize(task.signature):
         v.fail("signature", f"does not match args: args imply '{task.signature}'")
@@ -126,6 +127,7 @@ class _Validator:
 
     def __init__(self, path: str) -> None:
         self.path = path
+        self._structs: dict[str, tuple[str, tuple[str, ...]]] = {}  # struct ctype -> (dtype, fields)
 
     def fail(self, field: str, problem: str) -> NoReturn:
         raise TaskFormatError(self.path, field, problem)
@@ -188,7 +190,8 @@ class _Validator:
                 self.fail(f"{field}.dtype", "bool is for buffers drawn from {dist: bernoulli, p: P} (the default); "
                                             "a flag scalar is an int32 0 or 1")  # fmt: skip
             ctype = str(raw.get("ctype", ""))
-            if ctype and ctype not in C_TYPE_SPELLINGS.get(dtype.name, ()):
+            fields = self.fields(raw, dtype, ctype, role, init, field)
+            if ctype and not fields and ctype not in C_TYPE_SPELLINGS.get(dtype.name, ()):
                 allowed = ", ".join(C_TYPE_SPELLINGS.get(dtype.name, ())) or "none"
                 self.fail(f"{field}.ctype", f"{dtype.name} may be spelled {allowed} (got {ctype!r})")
             check, length = str(raw.get("check", "elementwise")), str(raw.get("length", ""))
@@ -196,19 +199,43 @@ class _Validator:
                 self.fail(f"{field}.check", f"expected elementwise, multiset or sorted, got {check!r}")
             if (check != "elementwise" or length) and role not in ("out", "inout"):
                 self.fail(f"{field}.check", "check and length apply to outputs (role out or inout)")
-            arg = Arg(name, role, dtype, raw.get("value"), shape, init, ctype, check, length)
+            if fields and check != "elementwise":
+                self.fail(f"{field}.check", "a buffer of structs is compared element by element")
+            arg = Arg(name, role, dtype, raw.get("value"), shape, init, ctype, check, length, fields)
             self.evaluates(arg, configs, field)
             args.append(arg)
         self.groups(tuple(args))
         self.lengths(tuple(args), configs)
         return tuple(args)
 
-    def checker(self, value: Any) -> Checker:
-        raw = self.mapping(value, "checker")
-        entry = self.text(raw, "entry", "checker.entry")
+    def fields(self, raw: Mapping[str, Any], dtype: Any, ctype: str, role: str, init: Mapping[str, Any],
+               field: str) -> tuple[str, ...]:  # fmt: skip
+        """A struct buffer's field names (empty for plain buffers), checked against its ``ctype``."""
+        if "fields" not in raw:
+            return ()
+        names = tuple(str(f) for f in self.sequence(raw["fields"], f"{field}.fields"))
+        if len(names) < 2 or len(set(names)) != len(names) or not all(_IDENT.match(n) for n in names):
+            self.fail(f"{field}.fields", f"expected two or more distinct C identifiers, got {list(names)}")
+        if role == "scalar":
+            self.fail(f"{field}.fields", "structs are for buffers; pass a struct's fields as separate scalars")
+        if not _IDENT.match(ctype):
+            self.fail(f"{field}.ctype", "a buffer of structs names its C type (e.g. float2, or point2 to declare)")
+        vector = VECTOR_TYPES.get(ctype)
+        if vector and (vector[0], vector[1]) != (dtype.name, names):
+            self.fail(f"{field}.fields", f"CUDA's {ctype} is {vector[0]} fields {list(vector[1])}")
+        if init and init["dist"] not in ("normal", "uniform", "randint"):
+            self.fail(f"{field}.init", "a buffer of structs is drawn value by value (normal, uniform, randint)")
+        declared = self._structs.setdefault(ctype, (dtype.name, names))
+        if declared != (dtype.name, names):
+            self.fail(f"{field}.fields", f"{ctype} is declared as {declared[0]} {list(declared[1])} by another arg")
+        return names
+
+    def c_function(self, value: Any, key: str) -> CFunction:
+        raw = self.mapping(value, key)
+        entry = self.text(raw, "entry", f"{key}.entry")
         if not _IDENT.match(entry):
-            self.fail("checker.entry", f"expected a C identifier, got {entry!r}")
-        return Checker(entry, self.text(raw, "source", "checker.source"))
+            self.fail(f"{key}.entry", f"expected a C identifier, got {entry!r}")
+        return CFunction(entry, self.text(raw, "source", f"{key}.source"))
 
     def lengths(self, args: tuple[Arg, ...], configs: tuple[Config, ...]) -> None:
         """An output's ``length`` names another output: one integer element, the count of defined elements."""

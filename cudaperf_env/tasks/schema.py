@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from cudaperf_env.tasks.dtypes import C_HEADERS, DEFAULT_TOLERANCE, DTYPES, DType
+from cudaperf_env.tasks.dtypes import C_HEADERS, DEFAULT_TOLERANCE, DTYPES, VECTOR_TYPES, DType
 from cudaperf_env.tasks.expressions import evaluate
 
 SCHEMA_VERSION = 1
@@ -34,6 +34,9 @@ class Arg:
         ctype: Another spelling of the dtype's C type in the signature (``size_t`` for ``uint64``).
         check: How an output is compared: ``elementwise``, ``multiset`` or ``sorted`` (``checks.py``).
         length: For an output, the one-element output holding how many of its elements are defined.
+        fields: For a buffer of structs (points, complex numbers), the field names, each of ``dtype``,
+            interleaved in memory; ``ctype`` names the struct (a CUDA vector type such as ``float2``,
+            or a name the harness declares).
     """
 
     name: str
@@ -45,6 +48,7 @@ class Arg:
     ctype: str = ""
     check: str = "elementwise"
     length: str = ""
+    fields: tuple[str, ...] = ()
 
     @property
     def is_buffer(self) -> bool:
@@ -63,9 +67,14 @@ class Arg:
         const = "const " if self.role == "in" else ""
         return f"{const}{self.c_type}* {self.name}"
 
+    @property
+    def width(self) -> int:
+        """Values per element: the number of fields of a struct, else 1."""
+        return max(1, len(self.fields))
+
     def numel(self, config: Config) -> int:
-        """Number of elements of a buffer argument under ``config``."""
-        count = 1
+        """Number of values of a buffer argument under ``config`` (elements x fields)."""
+        count = self.width
         for dim in self.shape:
             count *= int(evaluate(dim, config))
         return count
@@ -128,8 +137,9 @@ class Tolerance:
 
 
 @dataclass(frozen=True)
-class Checker:
-    """A trusted C function that judges outputs where several answers are valid (``backends/checker.py``)."""
+class CFunction:
+    """A trusted C function of the task: its checker (``backends/checker.py``) or input generator
+    (``backends/generator.py``)."""
 
     entry: str
     source: str
@@ -156,6 +166,7 @@ class Task:
         implementations: Known CUDA implementations.
         path: File the task was loaded from ("" when built in code).
         checker: Judges the outputs instead of comparing them with the reference's (None: compare).
+        generator: Fills the input buffers in place of their ``init`` (None: the distributions).
     """
 
     id: str
@@ -173,13 +184,28 @@ class Task:
     perf_configs: tuple[Config, ...] = ()
     tolerances: Mapping[str, Tolerance] = field(default_factory=dict)
     path: str = ""
-    checker: Checker | None = None
+    checker: CFunction | None = None
+    generator: CFunction | None = None
 
     @property
     def signature(self) -> str:
         """The C declaration of the entry function."""
         params = ", ".join(a.c_param for a in self.args)
         return f"void {self.entry}({params})"
+
+    def type_declarations(self, language: str) -> str:
+        """The struct types the signature names, declared for ``language`` (CUDA knows its vector types)."""
+        out = {}
+        for arg in self.args:
+            if not arg.fields or arg.c_type in out:
+                continue
+            vector = VECTOR_TYPES.get(arg.c_type)
+            if vector and language != "c":
+                continue
+            aligned = f" __attribute__((aligned({vector[2]})))" if vector else ""
+            members = " ".join(f"{arg.dtype.c_type} {f};" for f in arg.fields)
+            out[arg.c_type] = f"typedef struct{aligned} {{ {members} }} {arg.c_type};\n"
+        return "".join(out.values())
 
     def headers(self, language: str) -> tuple[str, ...]:
         """Headers the signature's types need in ``language`` (``c``: ``bool`` is ``stdbool.h``'s)."""

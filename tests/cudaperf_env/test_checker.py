@@ -6,7 +6,7 @@ import pytest
 
 from cudaperf_env.backends.cpu.backend import CpuBackend
 from cudaperf_env.tasks import load_tasks
-from cudaperf_env.tasks.schema import Checker
+from cudaperf_env.tasks.schema import CFunction
 from cudaperf_env.turn import Grader
 
 TASK = load_tasks()["c2cuda/partition_sign_f32"]
@@ -51,11 +51,11 @@ def test_invalid_arrangements_fail_with_the_checkers_reason(grader, edit, reason
 
 
 def test_a_checker_that_crashes_or_does_not_build_costs_the_submission_not_the_process(grader):
-    crashing = replace(TASK, checker=Checker(TASK.checker.entry, TASK.checker.source.replace(
+    crashing = replace(TASK, checker=CFunction(TASK.checker.entry, TASK.checker.source.replace(
         "*valid = 0;", "*valid = 0; { volatile int* p = 0; *p = 1; }")))  # fmt: skip
     turn = grader.grade(crashing, KERNEL)
     assert turn.status == "wrong_answer" and "the task's checker failed" in turn.feedback
-    broken = replace(TASK, checker=Checker(TASK.checker.entry, "void check_partition(void) {}"))
+    broken = replace(TASK, checker=CFunction(TASK.checker.entry, "void check_partition(void) {}"))
     turn = grader.grade(broken, KERNEL)
     assert turn.status == "wrong_answer" and "checker does not compile" in turn.feedback
     assert grader.grade(TASK, KERNEL).correct  # the next evaluation is unaffected

@@ -37,10 +37,10 @@ from cudaperf_env.backends.cuda.timing import (
     wall_clock_inconsistent,
 )
 from cudaperf_env.backends.execute import CallResult, Job, call_once, run_jobs
+from cudaperf_env.backends.generator import task_inputs
 from cudaperf_env.backends.harness import wrap
 from cudaperf_env.backends.sandbox import Crash, WorkerProcess
 from cudaperf_env.errors import BackendUnavailableError
-from cudaperf_env.tasks.inputs import make_inputs
 from cudaperf_env.tasks.schema import Config, Task
 from cudaperf_env.toolchain import tools
 from cudaperf_env.toolchain.cache import scratch_dir
@@ -229,7 +229,7 @@ class CudaBackend:
                 build = build_c_reference(wrap(task, task.reference_source, "c", "reference.c"))
                 ms = math.nan
                 if build.ok and build.library is not None:
-                    job = Job(config, make_inputs(task, config, 1000))
+                    job = Job(config, task_inputs(task, config, 1000))
                     result = run_jobs(build.library, task, [job], workdir, self.c_reference_timeout_s,
                                       deterministic=True)[0]  # fmt: skip
                     ms = result.seconds * 1e3 if result.status == "ok" else math.nan
@@ -462,7 +462,7 @@ class PerfInputs:
         key = (task.id, index)
         if key not in self._sets:
             self._sets[key] = [
-                BufferFile(self.folder / f"{abs(hash(key))}-{k}.bin", task, config, make_inputs(task, config, 1000 + k))
+                BufferFile(self.folder / f"{abs(hash(key))}-{k}.bin", task, config, task_inputs(task, config, 1000 + k))
                 for k in range(count)
             ]
         return self._sets[key]

@@ -184,7 +184,8 @@ class Task:
         return [a for a in self.args if a["role"] != "scalar"]
 
     def shape(self, arg: dict[str, Any], cfg: dict[str, int]) -> tuple[int, ...]:
-        return tuple(int(eval_expr(e, cfg)) for e in arg["shape"])
+        fields = (len(arg["fields"]),) if arg.get("fields") else ()  # structs: interleaved fields last
+        return tuple(int(eval_expr(e, cfg)) for e in arg["shape"]) + fields
 
 
 def _need(cond: bool, where: str, msg: str) -> None:
@@ -336,7 +337,10 @@ def nvcc_cubin(task: Task, impl: dict[str, Any], workdir: Path) -> tuple[bool, s
 
 def build_reference(task: Task, workdir: Path) -> ctypes.CDLL:
     src = workdir / f"{task.name}__ref.c"
+    from cudaperf_env.tasks import load_task
+
     includes = "#include <stdbool.h>\n#include <stddef.h>\n#include <stdint.h>\n"
+    includes += load_task(task.path).type_declarations("c")
     src.write_text(f"{includes}{task.signature()};\n#line 1 \"reference.c\"\n{task.data['reference']['source']}")
     lib = src.with_suffix(".so")
     p = run_cmd(["gcc", "-std=c11", "-O2", "-Wall", "-Werror", "-shared", "-fPIC", "-o", str(lib),
@@ -561,6 +565,11 @@ def _stencil3(x: np.ndarray, a: float, b: float, c: float) -> np.ndarray:
     return f64(a) * p[:-2] + f64(b) * p[1:-1] + f64(c) * p[2:]
 
 
+def _complex_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    p = (a[:, 0].astype(f64) + 1j * a[:, 1]) * (b[:, 0].astype(f64) + 1j * b[:, 1])
+    return np.stack([p.real, p.imag], axis=1)
+
+
 NUMPY_REFS: dict[str, Callable[..., dict[str, Any]]] = {
     "c2cuda/saxpy_f32": lambda cfg, n, a, x, y: {"y": f64(a) * x + y},
     "c2cuda/gelu_f32": lambda cfg, n, x: {"y": _gelu(x)},
@@ -607,6 +616,8 @@ NUMPY_REFS: dict[str, Callable[..., dict[str, Any]]] = {
         "out": [int(np.argmax(a == target)) if (a == target).any() else -1]},
     "c2cuda/lower_bound_i32": lambda cfg, n, m, keys, queries: {"pos": np.searchsorted(keys, queries, "left")},
     "c2cuda/select_positive_f32": lambda cfg, n, x: {"out": x[x > 0], "count": [int((x > 0).sum())]},
+    "c2cuda/complex_mul_f32": lambda cfg, n, a, b: {"c": _complex_mul(a, b)},
+    "c2cuda/returns_f32": lambda cfg, n, p: {"r": (p[1:].astype(f64) - p[:-1]) / p[:-1]},
     "c2cuda/masked_axpy_f32": lambda cfg, n, alpha, mask, x, y: {"y": y + np.where(mask != 0, f64(alpha) * x, 0.0)},
 }
 

@@ -77,3 +77,53 @@ def test_what_the_format_refuses_says_why(arg, message):
             "args": [{"name": "x", "role": "out", "dtype": "float32", "shape": ["N"]}, arg]}  # fmt: skip
     with pytest.raises(TaskFormatError, match=message):
         parse_task(data)
+
+
+POINTS = {
+    "id": "c2cuda/norms", "entry": "norms",
+    "args": [{"name": "n", "role": "scalar", "dtype": "int32", "value": "N"},
+             {"name": "p", "role": "in", "dtype": "float64", "ctype": "point3", "fields": ["x", "y", "z"],
+              "shape": ["N"]},
+             {"name": "r", "role": "out", "dtype": "float64", "shape": ["N"]}],
+    "configs": [{"N": 1000}, {"N": 77}],
+    "reference": {"source": "#include <math.h>\nvoid norms(int n, const point3* p, double* r) "
+                            "{ for (int i = 0; i < n; ++i) r[i] = sqrt(p[i].x * p[i].x + p[i].y * p[i].y "
+                            "+ p[i].z * p[i].z); }"},
+}  # fmt: skip
+
+
+def test_a_buffer_of_declared_structs_is_laid_out_interleaved_and_judged(grader):
+    task = parse_task(POINTS)
+    assert task.signature == "void norms(int n, const point3* p, double* r)"
+    assert task.type_declarations("cuda") == "typedef struct { double x; double y; double z; } point3;\n"
+    assert make_inputs(task, {"N": 77}, 0)["p"].shape == (231,)
+    kernel = ("__global__ void k(int n, const point3* p, double* r) { int i = blockIdx.x * 64 + threadIdx.x;\n"
+              "  if (i < n) r[i] = sqrt(p[i].x * p[i].x + p[i].y * p[i].y + p[i].z * p[i].z); }\n"
+              'extern "C" void norms(int n, const point3* p, double* r) { k<<<(n + 63) / 64, 64>>>(n, p, r); }')
+    assert grader.grade(task, f"```cuda\n{kernel}\n```").correct
+    swapped = kernel.replace("p[i].z * p[i].z", "p[i].x * p[i].z")
+    assert grader.grade(task, f"```cuda\n{swapped}\n```").status == "wrong_answer"
+
+
+def test_cuda_vector_types_are_declared_for_the_c_reference_only():
+    task = load_tasks()["c2cuda/complex_mul_f32"]
+    assert task.type_declarations("cuda") == ""
+    assert task.type_declarations("c") == "typedef struct __attribute__((aligned(8))) { float x; float y; } float2;\n"
+    from cudaperf_env.prompt import task_prompt
+
+    assert "`a`: float2 (struct of float32 x, y) input" in task_prompt(task)
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        ({"ctype": "float2", "fields": ["x", "y"]}, "CUDA's float2 is float32"),
+        ({"fields": ["x"]}, "two or more distinct"),
+        ({"ctype": "", "fields": ["x", "y"]}, "names its C type"),
+        ({"fields": ["x", "y"], "ctype": "pt", "check": "multiset", "role": "out"}, "element by element"),
+    ],
+)
+def test_malformed_structs_are_refused(edit, message):
+    data = {**POINTS, "args": [POINTS["args"][0], {**POINTS["args"][1], **edit}, POINTS["args"][2]]}
+    with pytest.raises(TaskFormatError, match=message):
+        parse_task(data)
