@@ -90,3 +90,15 @@ def test_check_reports_every_broken_file_and_fails(tmp_path, capsys):
     bad, loose_result = json.loads(capsys.readouterr().out)
     assert not bad["ok"] and "bad.yaml" in bad["errors"][0]
     assert not loose_result["ok"] and "an all-zero y passes the tolerance" in loose_result["errors"][0]
+
+
+@pytest.mark.gpu
+def test_the_scaffolded_task_evaluates_on_the_gpu_too(tmp_path):
+    from cudaperf_env.backends.cuda.backend import CudaBackend
+
+    source = tmp_path / "wrs.c"
+    source.write_text(REFERENCE)
+    assert main(["tasks", "new", "weighted_row_sum", "--from", str(source), "--out", str(tmp_path)]) == 0
+    task = load_task(tmp_path / "weighted_row_sum.yaml")
+    turn = Grader.on(CudaBackend(timeout_s=30.0)).grade(task, KERNEL)
+    assert turn.correct and turn.evaluation.baseline == "c_reference", turn.feedback
