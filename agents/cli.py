@@ -1,4 +1,4 @@
-"""The agent's commands: ``cudaperf agent run`` and ``cudaperf evaluate`` (added by :func:`add_agent_commands`)."""
+"""The agent's commands, added by :func:`add_agent_commands`: ``agent run``, ``evaluate``, ``train grpo``."""
 
 from __future__ import annotations
 
@@ -34,6 +34,23 @@ def add_agent_commands(subparsers: Any) -> None:
     p.add_argument("--out-dir", default="eval", help="where report.json, the plots and trajectories.jsonl go")
     p.add_argument("--no-plots", action="store_true", help="write report.json only")
     p.set_defaults(run=_evaluate)
+
+    train = subparsers.add_parser("train", help="train the agent's model").add_subparsers(title="train commands")
+    p = train.add_parser("grpo", help="multi-turn GRPO with the env's reward (docs/grpo.md)")
+    _grpo_args(p)
+    p.set_defaults(run=_train_grpo)
+
+
+def _grpo_args(p: argparse.ArgumentParser) -> None:
+    from agents.grpo.config import add_config_args
+
+    add_config_args(p)
+
+
+def _train_grpo(args: argparse.Namespace) -> int:
+    from agents.grpo.trainer import run_cli
+
+    return run_cli(args)
 
 
 def _task_args(p: argparse.ArgumentParser, required: bool = True) -> None:

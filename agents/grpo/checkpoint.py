@@ -92,7 +92,8 @@ def check_same_run(path: Path, config: dict[str, Any], identity: tuple[str, ...]
         CheckpointMismatchError: Names each differing option and what to do.
     """
     saved = json.loads((path / CONFIG).read_text(encoding="utf-8"))
-    diff = [f"{k}: checkpoint {saved.get(k)!r}, now {config.get(k)!r}" for k in identity if saved.get(k) != config.get(k)]
+    diff = [f"{k}: checkpoint {saved.get(k)!r}, now {config.get(k)!r}"
+            for k in identity if saved.get(k) != config.get(k)]  # fmt: skip
     if diff:
         raise CheckpointMismatchError(
             f"{path} belongs to another run ({'; '.join(diff)}): pass the same options to resume it, "

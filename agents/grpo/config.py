@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from agents.grpo.advantages import ADVANTAGES
-from agents.grpo.loss import AGGREGATIONS
+from agents.grpo.aggregation import AGGREGATIONS
 from cudaperf_env.reward import PRESETS, RewardConfig
 
 
@@ -121,10 +121,7 @@ class GRPOConfig:
     progress: bool = True
 
     def __post_init__(self) -> None:
-        choices = {"preset": PRESETS, "advantage": ADVANTAGES, "loss_aggregation": AGGREGATIONS,
-                   "generator": ("transformers", "vllm"), "backend": ("cpu", "cuda", "auto"),
-                   "split": ("train", "validation", "test")}  # fmt: skip
-        for name, allowed in choices.items():
+        for name, allowed in CHOICES.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}")
         positive = ("turns", "group", "tasks_per_step", "steps", "minibatches", "micro_batch", "max_tokens",
@@ -149,6 +146,13 @@ class GRPOConfig:
         data["task"] = list(self.task)
         return data
 
+
+CHOICES: dict[str, tuple[str, ...]] = {
+    "preset": tuple(PRESETS), "advantage": tuple(ADVANTAGES), "loss_aggregation": tuple(AGGREGATIONS),
+    "generator": ("transformers", "vllm"), "backend": ("cpu", "cuda", "auto"), "split": ("train", "validation", "test"),
+    "device": ("cpu", "cuda", "auto"),
+}  # fmt: skip
+"""The allowed values of the fields that take a name."""
 
 # Fields whose change makes a checkpoint a different run (anything else may change on resume).
 IDENTITY = ("model", "split", "task", "task_dir", "limit", "preset", "ranker", "group", "turns", "tasks_per_step",
@@ -183,7 +187,7 @@ def add_config_args(parser: argparse.ArgumentParser) -> None:
             parser.add_argument(flag, action="append", default=argparse.SUPPRESS, help=text + "; repeatable")
         else:
             kind = type(f.default) if f.default is not MISSING else str
-            parser.add_argument(flag, type=kind, default=argparse.SUPPRESS, help=text)
+            parser.add_argument(flag, type=kind, default=argparse.SUPPRESS, help=text, choices=CHOICES.get(f.name))
 
 
 def read_config_file(path: str | Path) -> dict[str, Any]:
@@ -193,15 +197,17 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
         ValueError: An unknown suffix or key (the message suggests the closest field).
     """
     p = Path(path)
+    if p.suffix not in (".toml", ".yaml", ".yml"):
+        raise ValueError(f"{p}: a config file must be .toml, .yaml or .yml")
     text = p.read_text(encoding="utf-8")
     if p.suffix == ".toml":
-        import tomllib
-
+        try:
+            import tomllib
+        except ImportError as exc:  # Python 3.10
+            raise ValueError(f"{p}: TOML needs Python 3.11 or newer; write the options as YAML instead") from exc
         data = tomllib.loads(text)
-    elif p.suffix in (".yaml", ".yml"):
-        data = yaml.safe_load(text) or {}
     else:
-        raise ValueError(f"{p}: a config file must be .toml, .yaml or .yml")
+        data = yaml.safe_load(text) or {}
     if not isinstance(data, dict):
         raise ValueError(f"{p}: expected a mapping of options, got {type(data).__name__}")
     data = data.get("grpo", data)

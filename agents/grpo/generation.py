@@ -133,8 +133,9 @@ def _vllm(model: Any, tokenizer: Any, *, model_path: str, out: Path, lora: bool,
     adapter_dir = out / "live_adapter"
     first = adapter_dir / "step-000000"
     model.save_pretrained(first)
+    rank = max(64, int(model.peft_config["default"].r))
     policy = VLLMPolicy(model_path, adapter=first, gpu_memory_utilization=memory, seed=seed,
-                        context_window=context_window, max_lora_rank=max(64, int(model.peft_config["default"].r)))  # fmt: skip
+                        context_window=context_window, max_lora_rank=rank)  # fmt: skip
     return VLLMGenerator(policy, adapter_dir, [first])
 
 

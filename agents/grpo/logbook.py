@@ -20,7 +20,7 @@ from agents.metrics import geomean_speedup
 from agents.records import TurnRecord
 from agents.report import trajectories
 
-TB_HINT = "TensorBoard logging needs the tensorboard package: pip install 'cudaperf-env[grpo]' (or pass --no-tensorboard)"
+TB_HINT = "TensorBoard logging needs the tensorboard package: pip install 'cudaperf-env[grpo]' (or --no-tensorboard)"
 
 
 def _mean(values: Sequence[float]) -> float:

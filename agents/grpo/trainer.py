@@ -262,6 +262,8 @@ def build_samples(records: Sequence[TurnRecord], tokenizer: Any, token_ids: dict
 def optimize(model: Any, reference: Any, optimizer: Any, params: list[Any], samples: Sequence[Sample],
              config: GRPOConfig, device: str, pad_id: int, lr: float) -> dict[str, float]:  # fmt: skip
     """``minibatches`` optimizer updates over the step's sequences; returns the loss terms' scalars."""
+    if not samples:  # every reply was empty: nothing to train on this step
+        return {"lr": lr, "sequences": 0.0}
     for group in optimizer.param_groups:
         group["lr"] = lr
     size = math.ceil(len(samples) / config.minibatches)
@@ -289,9 +291,9 @@ def optimize(model: Any, reference: Any, optimizer: Any, params: list[Any], samp
         totals["grad_norm"] += float(norm) / len(parts)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-    advs = [s.advantage for s in samples]
-    totals.update({"lr": lr, "sequences": float(len(samples)), "advantage/abs_mean": sum(map(abs, advs)) / len(advs)
-                   if advs else math.nan, "tokens/trained": float(sum(s.completion_tokens for s in samples))})  # fmt: skip
+    advs = [abs(s.advantage) for s in samples]
+    totals.update({"lr": lr, "sequences": float(len(samples)), "advantage/abs_mean": sum(advs) / len(advs),
+                   "tokens/trained": float(sum(s.completion_tokens for s in samples))})  # fmt: skip
     return totals
 
 
@@ -304,7 +306,7 @@ def forward_logprobs(model: Any, batch: dict[str, Any], config: GRPOConfig, devi
 
 @torch.no_grad()
 def frozen_logprobs(model: Any, reference: Any, samples: Sequence[Sample], plan: list[list[list[int]]],
-                    config: GRPOConfig, device: str, pad_id: int) -> dict[tuple[int, ...], tuple[Any, Any]]:  # fmt: skip
+                    config: GRPOConfig, device: str, pad_id: int) -> dict[tuple[int, ...], tuple[Any, Any]]:
     """Per micro-batch, the sampling policy's log-probabilities (needed when a step makes several updates)
     and the reference's (when ``kl_beta > 0``); empty when neither is needed."""
     if config.minibatches == 1 and config.kl_beta == 0:
