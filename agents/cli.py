@@ -59,6 +59,8 @@ def _task_args(p: argparse.ArgumentParser, required: bool = True) -> None:
     group.add_argument("--split", choices=["train", "validation", "test"], help="a split of the shipped dataset")
     group.add_argument("--task-dir", help="every task in a directory of task files")
     p.add_argument("--limit", type=int, help="only the first N tasks")
+    p.add_argument("--spread", action="store_true",
+                   help="with --limit: N tasks round-robin over the families instead of the first N")  # fmt: skip
 
 
 def _policy_args(p: argparse.ArgumentParser) -> None:
@@ -91,6 +93,10 @@ def _tasks(args: argparse.Namespace) -> list[Any]:
         tasks = list(load_dataset(args.split, labels=False).values())
     else:
         tasks = list(load_tasks(args.task_dir).values())
+    if args.limit and getattr(args, "spread", False):
+        from agents.evaluate import spread_over_families
+
+        return spread_over_families(tasks, args.limit)
     return tasks[: args.limit] if args.limit else tasks
 
 

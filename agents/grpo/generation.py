@@ -130,6 +130,9 @@ def _vllm(model: Any, tokenizer: Any, *, model_path: str, out: Path, lora: bool,
 
     if not lora:
         raise AgentError("the vllm generator serves a LoRA adapter: set lora_r > 0 (or use generator=transformers)")
+    if not model_path or model_path.endswith(".gguf"):
+        raise AgentError("the vllm generator needs --model DIR, a transformers directory: write one with "
+                         "`python -m agents.grpo.start_model --out DIR` (optionally --adapter SFT_ADAPTER)")
     adapter_dir = out / "live_adapter"
     first = adapter_dir / "step-000000"
     model.save_pretrained(first)

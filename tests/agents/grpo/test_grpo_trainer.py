@@ -103,3 +103,25 @@ def test_task_draws_depend_only_on_seed_and_step():
     draws = {sample_tasks(TASKS, 1, 0, s)[0].id for s in range(20)}
     assert draws == {t.id for t in TASKS}
     assert len(sample_tasks(TASKS, 3, 0, 0)) == 3  # more than there are: drawn with replacement
+
+
+def test_start_model_merges_an_adapter_into_a_plain_directory(tmp_path, tiny_tokenizer):
+    import peft
+
+    from agents.grpo.start_model import export_start_model
+
+    base = tiny_model(tiny_tokenizer)
+    base.save_pretrained(tmp_path / "base")
+    tiny_tokenizer.save_pretrained(tmp_path / "base")
+    lora = peft.get_peft_model(tiny_model(tiny_tokenizer), peft.LoraConfig(r=2, target_modules="all-linear"))
+    with torch.no_grad():
+        for name, p in lora.named_parameters():
+            if "lora_B" in name:
+                p.fill_(0.1)  # a nonzero adapter, so merging changes the weights
+    lora.save_pretrained(tmp_path / "adapter")
+    ids = torch.tensor([[5, 6, 7]])
+    expected = lora(input_ids=ids).logits
+    out = export_start_model(str(tmp_path / "base"), tmp_path / "start", adapter=str(tmp_path / "adapter"))
+    merged = transformers.AutoModelForCausalLM.from_pretrained(out)
+    assert torch.allclose(merged(input_ids=ids).logits, expected, atol=1e-5)
+    assert json.loads((out / "start_model.json").read_text())["adapter"] == str(tmp_path / "adapter")
