@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from agents.grpo.advantages import ADVANTAGES
+from agents.grpo.advantages import ADVANTAGES, SCOPES
 from agents.grpo.aggregation import AGGREGATIONS
 from cudaperf_env.reward import PRESETS, RewardConfig
 
@@ -43,6 +43,7 @@ class GRPOConfig:
         gamma: Discount of later turns' scores in each turn's return (Kevin used 0.4).
         stop_when_correct: End a trajectory at its first correct reply (else refine for speed to --turns).
         advantage: Group normalization: grpo (divide by the std) or drgrpo (mean only).
+        advantage_scope: Compare a turn's return with the group's at the same turn (turn) or with all of them (group).
         loss_aggregation: token (mean over the batch's tokens), sequence (mean of sequence means) or drgrpo.
         clip_low: Lower clip range of the importance ratio.
         clip_high: Upper clip range of the importance ratio (raise it for DAPO's clip-higher).
@@ -90,6 +91,7 @@ class GRPOConfig:
     gamma: float = 0.4
     stop_when_correct: bool = False
     advantage: str = "grpo"
+    advantage_scope: str = "turn"
     loss_aggregation: str = "token"
     clip_low: float = 0.2
     clip_high: float = 0.2
@@ -148,7 +150,8 @@ class GRPOConfig:
 
 
 CHOICES: dict[str, tuple[str, ...]] = {
-    "preset": tuple(PRESETS), "advantage": tuple(ADVANTAGES), "loss_aggregation": tuple(AGGREGATIONS),
+    "preset": tuple(PRESETS), "advantage": tuple(ADVANTAGES), "advantage_scope": SCOPES,
+    "loss_aggregation": tuple(AGGREGATIONS),
     "generator": ("transformers", "vllm"), "backend": ("cpu", "cuda", "auto"), "split": ("train", "validation", "test"),
     "device": ("cpu", "cuda", "auto"),
 }  # fmt: skip
@@ -156,7 +159,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
 
 # Fields whose change makes a checkpoint a different run (anything else may change on resume).
 IDENTITY = ("model", "split", "task", "task_dir", "limit", "preset", "ranker", "group", "turns", "tasks_per_step",
-            "seed", "advantage", "loss_aggregation", "lora_r", "generator")  # fmt: skip
+            "seed", "advantage", "advantage_scope", "loss_aggregation", "lora_r", "generator")  # fmt: skip
 
 
 def field_help(cls: type = GRPOConfig) -> dict[str, str]:

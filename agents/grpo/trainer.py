@@ -251,7 +251,8 @@ def build_samples(records: Sequence[TurnRecord], tokenizer: Any, token_ids: dict
         by_task.setdefault((task_id, seed), []).append(turns)
     samples = []
     for groups in by_task.values():
-        advantages = group_advantages([[r.score for r in t] for t in groups], config.gamma, config.advantage)
+        scores = [[r.score for r in t] for t in groups]
+        advantages = group_advantages(scores, config.gamma, config.advantage, scope=config.advantage_scope)
         for turns, advs in zip(groups, advantages, strict=True):
             for r, a in zip(turns, advs, strict=True):
                 ids = token_ids.get((conversation_key(r.prompt), r.reply))
