@@ -108,6 +108,8 @@ def train(config: GRPOConfig, *, model: Any = None, tokenizer: Any = None, tasks
         check_same_run(ckpt, config.as_dict(), IDENTITY)
         step = load_checkpoint(ckpt, model, optimizer, lora=config.lora_r > 0).step
     (out / "config.json").write_text(json.dumps(config.as_dict(), indent=2) + "\n", encoding="utf-8")
+    if step >= config.steps and (out / "final").is_dir():  # finished before: nothing to build or run
+        return RunResult(step, "done", out, time.perf_counter() - started)
 
     generator: Generator = SharedModelGenerator(policy) if policy is not None else GENERATORS[config.generator](
         model, tokenizer, device=device, name=config.model or "embedded", model_path=config.model, out=out,

@@ -125,3 +125,31 @@ def test_start_model_merges_an_adapter_into_a_plain_directory(tmp_path, tiny_tok
     merged = transformers.AutoModelForCausalLM.from_pretrained(out)
     assert torch.allclose(merged(input_ids=ids).logits, expected, atol=1e-5)
     assert json.loads((out / "start_model.json").read_text())["adapter"] == str(tmp_path / "adapter")
+
+
+def test_gradient_accumulation_gives_the_full_batch_gradient_and_kl_runs_through_the_reference(tiny_tokenizer):
+    import peft
+
+    from agents.grpo.batch import turn_sample
+    from agents.grpo.trainer import optimize
+
+    samples = [turn_sample(tiny_tokenizer, [{"role": "user", "content": "p" * (3 + i)}], "r" * (2 + 3 * i),
+                           advantage=a) for i, a in enumerate([1.0, -0.5, 0.25, -0.75])]  # fmt: skip
+
+    def deltas(micro_batch, **changes):
+        model = peft.get_peft_model(tiny_model(tiny_tokenizer), peft.LoraConfig(r=2, target_modules="all-linear",
+                                                                               init_lora_weights=False))  # fmt: skip
+        params = [p for p in model.parameters() if p.requires_grad]
+        before = [p.detach().clone() for p in params]
+        cfg = GRPOConfig(micro_batch=micro_batch, max_grad_norm=0.0, device="cpu", **changes)
+        stats = optimize(model, None, torch.optim.SGD(params, lr=1.0), params, samples, cfg, "cpu", 0, 1.0)
+        return [p.detach() - b for p, b in zip(params, before, strict=True)], stats
+
+    whole, stats = deltas(4)
+    pieces, _ = deltas(1)
+    assert any(d.abs().sum() > 0 for d in whole)
+    for a, b in zip(whole, pieces, strict=True):
+        assert torch.allclose(a, b, atol=1e-6)
+    assert stats["kl"] == 0.0 and stats["sequences"] == 4
+    _, with_kl = deltas(2, kl_beta=0.1, minibatches=2)  # random nonzero LoRA: the model differs from its reference
+    assert with_kl["kl"] > 0 and math.isfinite(with_kl["loss/total"])
