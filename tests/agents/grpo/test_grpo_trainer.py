@@ -153,3 +153,20 @@ def test_gradient_accumulation_gives_the_full_batch_gradient_and_kl_runs_through
     assert stats["kl"] == 0.0 and stats["sequences"] == 4
     _, with_kl = deltas(2, kl_beta=0.1, minibatches=2)  # random nonzero LoRA: the model differs from its reference
     assert with_kl["kl"] > 0 and math.isfinite(with_kl["loss/total"])
+
+
+def test_full_fine_tune_checkpoints_and_resumes_exactly(tmp_path, tiny_tokenizer):
+    def weights(cfg):
+        model = tiny_model(tiny_tokenizer)
+        train(cfg, model=model, tokenizer=tiny_tokenizer, tasks=TASKS[:1],
+              policy=OpensWithAVerifiedKernel(model, tiny_tokenizer))  # fmt: skip
+        return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+    initial = tiny_model(tiny_tokenizer).state_dict()
+    straight = weights(config(tmp_path / "a", lora_r=0, turns=1, tasks_per_step=1, lr=1e-3))
+    assert any(not torch.equal(straight[k], initial[k]) for k in initial)
+    assert (tmp_path / "a" / "final" / "model.safetensors").is_file()
+    weights(config(tmp_path / "b", lora_r=0, turns=1, tasks_per_step=1, lr=1e-3, max_minutes=1e-6))
+    resumed = weights(config(tmp_path / "b", lora_r=0, turns=1, tasks_per_step=1, lr=1e-3, max_minutes=1e-6))
+    for k in straight:
+        assert torch.equal(straight[k], resumed[k]), k
