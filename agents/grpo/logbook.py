@@ -56,6 +56,23 @@ def rollout_metrics(records: Sequence[TurnRecord]) -> dict[str, float]:
     return out
 
 
+def timing(records: Sequence[TurnRecord], rollout_s: float, gen_s: float, opt_s: float,
+           step_s: float) -> dict[str, float]:  # fmt: skip
+    """Wall time of the step split into generation, evaluation and optimization; the wait for evaluation.
+
+    ``eval_wait_s`` is the rollout phase's time the generator sat idle (every rollout waiting
+    for its grading); ``evaluation_s`` is the grading time summed over tasks (it overlaps
+    generation, so it may exceed what it costs the step).
+    """
+    graded = {(r.task_id, r.seed, r.turn): r.grade_seconds for r in records}
+    wait = max(0.0, rollout_s - gen_s)
+    evaluation = sum(graded.values())
+    return {"time/step_s": step_s, "time/rollout_s": rollout_s, "time/generation_s": gen_s,
+            "time/evaluation_s": evaluation, "time/eval_wait_s": wait, "time/optimization_s": opt_s,
+            "time/eval_wait_share": wait / step_s if step_s > 0 else math.nan,
+            "time/eval_hidden_share": 1.0 - wait / evaluation if evaluation > 0 else math.nan}  # fmt: skip
+
+
 class Logbook:
     """Writes each step's scalars; one per run directory.
 

@@ -45,7 +45,7 @@ from agents.grpo.batch import Sample, chunks, collate, turn_sample
 from agents.grpo.checkpoint import check_same_run, latest_checkpoint, load_checkpoint, save_checkpoint
 from agents.grpo.config import IDENTITY, GRPOConfig, add_config_args, config_from_args
 from agents.grpo.generation import GENERATORS, Generator, SerialPolicy, SharedModelGenerator, conversation_key
-from agents.grpo.logbook import Logbook, rollout_metrics
+from agents.grpo.logbook import Logbook, rollout_metrics, timing
 from agents.grpo.loss import completion_logprobs, grpo_loss, token_weights
 from agents.policies.base import Policy, Sampling
 from agents.records import TurnRecord, write_records
@@ -327,23 +327,6 @@ def frozen_logprobs(model: Any, reference: Any, samples: Sequence[Sample], plan:
                     ref = forward_logprobs(model, batch, config, device)[0]
         out[idx] = (old, ref)
     return out
-
-
-def timing(records: Sequence[TurnRecord], rollout_s: float, gen_s: float, opt_s: float,
-           step_s: float) -> dict[str, float]:  # fmt: skip
-    """Wall time of the step split into generation, evaluation and optimization; the wait for evaluation.
-
-    ``eval_wait_s`` is the rollout phase's time the generator sat idle (every rollout waiting
-    for its grading); ``evaluation_s`` is the grading time summed over tasks (it overlaps
-    generation, so it may exceed what it costs the step).
-    """
-    graded = {(r.task_id, r.seed, r.turn): r.grade_seconds for r in records}
-    wait = max(0.0, rollout_s - gen_s)
-    evaluation = sum(graded.values())
-    return {"time/step_s": step_s, "time/rollout_s": rollout_s, "time/generation_s": gen_s,
-            "time/evaluation_s": evaluation, "time/eval_wait_s": wait, "time/optimization_s": opt_s,
-            "time/eval_wait_share": wait / step_s if step_s > 0 else math.nan,
-            "time/eval_hidden_share": 1.0 - wait / evaluation if evaluation > 0 else math.nan}  # fmt: skip
 
 
 def over_budget(started: float, last_step_s: float, max_minutes: float, ran_one: bool) -> bool:

@@ -4,8 +4,7 @@ import math
 
 import pytest
 
-from agents.grpo.logbook import Logbook, read_metrics, rollout_metrics
-from agents.grpo.trainer import timing
+from agents.grpo.logbook import Logbook, read_metrics, rollout_metrics, timing
 from agents.records import TurnRecord
 
 
