@@ -102,3 +102,16 @@ def test_results_file_has_the_issue_schema(tmp_path):
     assert speed["per_seed"][0]["final"]["pass_at_1"] == pytest.approx(0.5)  # one of two samples correct
     assert ranker["summary"]["delta"]["pass_at_1"] == {"mean": 1.0, "ci95": [1.0, 1.0], "n": 2}
     assert speed["per_seed"][0]["final"]["per_split"]["test"]["tasks"] == 1
+
+
+def test_spread_subset_covers_the_families_round_robin():
+    from agents.evaluate import spread_over_families
+    from cudaperf_env.dataset import load_dataset
+
+    tasks = list(load_dataset("validation", labels=False).values())
+    families = list(dict.fromkeys(t.family for t in tasks))
+    picked = spread_over_families(tasks, len(families) + 2)
+    assert [t.family for t in picked[: len(families)]] == families  # one of each family first, in order
+    assert picked[len(families)].family == families[0] and len({t.id for t in picked}) == len(picked)
+    assert picked == spread_over_families(tasks, len(families) + 2)
+    assert len(spread_over_families(tasks[:3], 10)) == 3
