@@ -19,6 +19,7 @@ Generators (:data:`GENERATORS`):
 from __future__ import annotations
 
 import json
+import shutil
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -112,10 +113,7 @@ class VLLMGenerator:
         self.policy.lora = LoRARequest(lora_name=f"grpo-step-{step}", lora_int_id=step + 1, lora_path=str(path))
         self.versions.append(path)
         while len(self.versions) > 2:  # the engine has loaded the older ones it needs
-            old = self.versions.pop(0)
-            for f in sorted(old.glob("*")):
-                f.unlink()
-            old.rmdir()
+            shutil.rmtree(self.versions.pop(0), ignore_errors=True)
 
 
 def _transformers(model: Any, tokenizer: Any, *, device: str, name: str, **_: Any) -> Generator:
