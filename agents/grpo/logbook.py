@@ -70,7 +70,7 @@ def timing(records: Sequence[TurnRecord], rollout_s: float, gen_s: float, opt_s:
     return {"time/step_s": step_s, "time/rollout_s": rollout_s, "time/generation_s": gen_s,
             "time/evaluation_s": evaluation, "time/eval_wait_s": wait, "time/optimization_s": opt_s,
             "time/eval_wait_share": wait / step_s if step_s > 0 else math.nan,
-            "time/eval_hidden_share": 1.0 - wait / evaluation if evaluation > 0 else math.nan}  # fmt: skip
+            "time/eval_hidden_share": max(0.0, 1.0 - wait / evaluation) if evaluation > 0 else math.nan}  # fmt: skip
 
 
 class Logbook:

@@ -266,7 +266,11 @@ def optimize(model: Any, reference: Any, optimizer: Any, params: list[Any], samp
              config: GRPOConfig, device: str, pad_id: int, lr: float) -> dict[str, float]:  # fmt: skip
     """``minibatches`` optimizer updates over the step's sequences; returns the loss terms' scalars."""
     if not samples:  # every reply was empty: nothing to train on this step
-        return {"lr": lr, "sequences": 0.0}
+        return {"lr": lr, "sequences": 0.0, "skipped": 1.0}
+    if config.kl_beta == 0 and all(s.advantage == 0 for s in samples):
+        # Every group's replies scored alike: the gradient is exactly 0, so the passes would be wasted
+        # (an AdamW step on it would still move the weights by momentum alone).
+        return {"lr": lr, "sequences": float(len(samples)), "skipped": 1.0, "advantage/abs_mean": 0.0}
     for group in optimizer.param_groups:
         group["lr"] = lr
     size = math.ceil(len(samples) / config.minibatches)
@@ -296,7 +300,7 @@ def optimize(model: Any, reference: Any, optimizer: Any, params: list[Any], samp
         optimizer.zero_grad(set_to_none=True)
     advs = [abs(s.advantage) for s in samples]
     totals.update({"lr": lr, "sequences": float(len(samples)), "advantage/abs_mean": sum(advs) / len(advs),
-                   "tokens/trained": float(sum(s.completion_tokens for s in samples))})  # fmt: skip
+                   "skipped": 0.0, "tokens/trained": float(sum(s.completion_tokens for s in samples))})  # fmt: skip
     return totals
 
 
