@@ -56,3 +56,13 @@ def test_unknown_keys_suggest_the_closest_field(tmp_path):
         read_config_file(bad)
     with pytest.raises(ValueError, match="must be .toml, .yaml or .yml"):
         read_config_file(tmp_path / "x.json")
+
+
+def test_cudaperf_train_grpo_is_registered(capsys):
+    from cudaperf_env.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["train", "grpo", "--help"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    assert "--preset {cudaperf,cuda_agent,kevin,speedup_only}" in out and "--config CONFIG" in out
