@@ -77,6 +77,7 @@ class AblationConfig:
         gpus: Jobs run at once, one GPU each.
         max_minutes: Stop starting jobs past this budget (0: none); re-run to continue.
         eval_minutes: Budget needed to start an evaluation job (it is killed at the deadline otherwise).
+        train_minutes: Budget needed to start a training job (loading, engine start-up and one step).
     """
 
     model: str
@@ -101,6 +102,7 @@ class AblationConfig:
     gpus: int = 1
     max_minutes: float = 0.0
     eval_minutes: float = 4.0
+    train_minutes: float = 3.0
 
     def __post_init__(self) -> None:
         unknown = [a for a in self.arms if a not in ARMS]
@@ -143,7 +145,7 @@ def train_command(config: AblationConfig, arm: str, seed: int) -> list[str]:
             "--group", str(config.group), "--tasks-per-step", str(config.tasks_per_step),
             "--steps", str(config.steps), "--seed", str(seed), "--max-tokens", str(config.max_tokens),
             "--lr", str(config.lr), "--backend", config.backend, "--generator", config.generator,
-            "--no-progress"]  # fmt: skip
+            "--save-every", "1", "--keep-checkpoints", "1", "--no-progress"]  # fmt: skip
 
 
 def eval_command(config: AblationConfig, which: str, seed: int, split: str) -> list[str]:
@@ -183,10 +185,13 @@ def plan(config: AblationConfig) -> list[Job]:
     return jobs
 
 
-def run_jobs(jobs: Sequence[Job], gpus: int, max_minutes: float, eval_minutes: float,
+def run_jobs(jobs: Sequence[Job], gpus: int, max_minutes: float, eval_minutes: float, train_minutes: float = 3.0,
              started: float | None = None) -> dict[str, str]:  # fmt: skip
     """Run pending jobs, ``gpus`` at a time, within the budget; returns each job's state.
 
+    A job starts only with ``train_minutes`` (training) or ``eval_minutes`` left; a training job
+    gets the time left as its own ``--max-minutes`` (it checkpoints every step); any job still
+    running at the deadline is killed (a training run loses at most its current step).
     States: ``done`` (finished now or before), ``failed`` (exit status not 0), ``incomplete``
     (a training run that stopped at its budget, or a job killed at the deadline), ``pending``.
     """
@@ -197,17 +202,20 @@ def run_jobs(jobs: Sequence[Job], gpus: int, max_minutes: float, eval_minutes: f
     running: dict[str, tuple[subprocess.Popen[bytes], int, Job]] = {}
     while True:
         for name, (proc, gpu, job) in list(running.items()):
-            if proc.poll() is None and time.monotonic() > deadline + 60:
-                proc.kill()  # an evaluation past the deadline: it reruns next time
+            killed = proc.poll() is None and time.monotonic() > deadline
+            if killed:
+                proc.kill()  # past the deadline: an evaluation reruns next time, a run resumes
+                proc.wait()
             if proc.poll() is not None:
-                state[name] = "done" if job.done else ("failed" if proc.returncode else "incomplete")
+                failed = proc.returncode and not killed
+                state[name] = "done" if job.done else ("failed" if failed else "incomplete")
                 free.append(gpu)
                 del running[name]
         left = (deadline - time.monotonic()) / 60
         for job in jobs:
             if not free or state[job.name] != "pending" or any(state[a] != "done" for a in job.after):
                 continue
-            if left < (1.0 if job.trains else eval_minutes):
+            if left < (train_minutes if job.trains else eval_minutes):
                 continue
             gpu = free.pop(0)
             command = job.command + (["--max-minutes", f"{left - 0.5:.2f}"] if job.trains and left < 1e9 else [])
@@ -283,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
         for job in jobs:
             print(f"[{'done' if job.done else 'pending'}] {job.name}: {shlex.join(job.command)}")
         return 0
-    state = run_jobs(jobs, config.gpus, config.max_minutes, config.eval_minutes)
+    state = run_jobs(jobs, config.gpus, config.max_minutes, config.eval_minutes, config.train_minutes)
     command = shlex.join(["python", "-m", "agents.grpo.ablation", *(argv if argv is not None else sys.argv[1:])])
     results = write_results(config, state, command)
     counts = {s: sum(v == s for v in state.values()) for s in sorted(set(state.values()))}

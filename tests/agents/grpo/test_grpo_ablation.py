@@ -3,6 +3,7 @@
 import json
 import math
 import sys
+import time
 
 import pytest
 
@@ -49,12 +50,12 @@ def test_scheduler_respects_order_budget_and_resumes(tmp_path):
     jobs = [_job(tmp_path, "train", trains=True), _job(tmp_path, "eval", after=("train",)),
             _job(tmp_path, "broken", fail=True), _job(tmp_path, "after-broken", after=("broken",))]  # fmt: skip
     # no time left for an evaluation: only the training job starts, and it gets the budget as its own
-    state = run_jobs(jobs, gpus=2, max_minutes=2.0, eval_minutes=5.0)
+    state = run_jobs(jobs, gpus=2, max_minutes=2.0, eval_minutes=5.0, train_minutes=1.0)
     assert state == {"train": "done", "eval": "pending", "broken": "pending", "after-broken": "pending"}
     flag = (tmp_path / "train").read_text().split()
     assert flag[0] == "--max-minutes" and 1.0 < float(flag[1]) < 1.6
     # re-run with no budget: finished work is skipped, the rest runs in dependency order
-    state = run_jobs(jobs, gpus=2, max_minutes=0, eval_minutes=5.0)
+    state = run_jobs(jobs, gpus=2, max_minutes=0, eval_minutes=5.0, train_minutes=1.0)
     assert state == {"train": "done", "eval": "done", "broken": "failed", "after-broken": "pending"}
     assert (tmp_path / "eval").read_text() == ""  # not a training job: no budget flag
     assert "$ " in (tmp_path / "logs" / "eval.log").read_text()
@@ -115,3 +116,21 @@ def test_spread_subset_covers_the_families_round_robin():
     assert picked[len(families)].family == families[0] and len({t.id for t in picked}) == len(picked)
     assert picked == spread_over_families(tasks, len(families) + 2)
     assert len(spread_over_families(tasks[:3], 10)) == 3
+
+
+def test_driver_kills_a_job_at_the_deadline(tmp_path):
+    sleeper = Job("train", [sys.executable, "-c", "import time; time.sleep(60)"], tmp_path / "never", trains=True,
+                  log=tmp_path / "train.log")  # fmt: skip
+    started = time.monotonic() - 60 * 1.96  # 2.4 s of a 2-minute budget left
+    assert run_jobs([sleeper], 1, max_minutes=2.0, eval_minutes=5.0, train_minutes=0.01, started=started) == {
+        "train": "incomplete"}  # fmt: skip
+    assert time.monotonic() - started < 60 * 1.96 + 10
+
+
+def test_dry_run_lists_every_job(tmp_path, capsys):
+    from agents.grpo.ablation import main
+
+    assert main(["--model", "/m", "--out", str(tmp_path), "--seeds", "0", "--arms", "speedup_only", "--dry-run"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 + 1 + 2 and all(line.startswith("[pending] ") for line in lines)
+    assert "--save-every 1" in lines[2] and "--preset speedup_only" in lines[2]
