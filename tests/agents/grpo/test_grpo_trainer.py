@@ -21,6 +21,7 @@ from agents.grpo.logbook import read_metrics  # noqa: E402
 from agents.grpo.trainer import sample_tasks, train  # noqa: E402
 from agents.policies.base import Generation  # noqa: E402
 from agents.policies.transformers_policy import TransformersPolicy  # noqa: E402
+from cudaperf_env.prompt import task_prompt  # noqa: E402
 from cudaperf_env.tasks import load_tasks  # noqa: E402
 
 TASKS = [load_tasks()[t] for t in ("c2cuda/saxpy_f32", "c2cuda/clamp_i32")]
@@ -48,7 +49,7 @@ class OpensWithAVerifiedKernel:
     def generate(self, batch, n, sampling):
         out = self.real.generate(batch, n, sampling)
         for messages, row in zip(batch, out, strict=True):
-            task = next(t for t in TASKS if t.entry in messages[1]["content"])
+            task = next(t for t in TASKS if task_prompt(t) == messages[1]["content"])
             if len(messages) == 2:
                 row[0] = Generation(f"```cuda\n{task.implementation('naive').source}```", finish_reason="stop")
         return out
