@@ -111,7 +111,7 @@ class GRPOConfig:
     repetition_penalty: float = 1.0
     generator: str = "transformers"
     vllm_memory: float = 0.3
-    rollout_workers: int = 2
+    rollout_workers: int = 4
     device: str = "auto"
     bf16: bool = True
     gradient_checkpointing: bool = False
