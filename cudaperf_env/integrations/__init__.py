@@ -2,8 +2,8 @@
 
 Every adapter grades through :mod:`cudaperf_env.turn` (one reward, one feedback text):
 
-- ``trl``: :func:`~cudaperf_env.integrations.trl.reward_function`, :class:`~cudaperf_env.integrations.trl.CudaPerfToolEnv`
-  (``GRPOTrainer(environment_factory=...)``) and :func:`~cudaperf_env.integrations.trl.build_dataset`.
+- ``trl``: ``reward_function``, ``CudaPerfToolEnv`` (``GRPOTrainer(environment_factory=...)``) and
+  ``build_dataset``.
 - ``verl``: ``compute_score`` and a multi-turn ``BaseTool``.
 - ``verifiers``: ``load_environment``.
 - ``pick``: the discrete ``CudaPerf-C2CUDA-Pick-v0`` environment (SB3, RLlib); ``sb3`` trains and scores it.
