@@ -214,7 +214,7 @@ class CudaPerfPickEnv(gym.Env[np.ndarray, np.int64]):
             reward = self.invalid_penalty
             info.update(choice="", invalid=True, speedup=math.nan, picked_fastest=False, regret=math.nan)
         self._last += f" -> {info['choice'] or 'invalid'} (reward {reward:+.3f})"
-        observation = np.zeros(self.observation_space.shape, dtype=np.float32)
+        observation = np.zeros(self.observation_space.shape or (), dtype=np.float32)
         self.task = None
         return observation, float(reward), True, False, info
 

@@ -63,8 +63,8 @@ def train_ppo(steps: int = 4096, seed: int = 0, maskable: bool = False, env: gym
     import cudaperf_env  # noqa: F401  (registers the ids)
 
     env = env if env is not None else gym.make("CudaPerf-C2CUDA-Pick-v0", **env_kwargs)
-    hyper = dict(n_steps=512, batch_size=128, n_epochs=10, learning_rate=1e-3, gamma=0.0, ent_coef=0.0, seed=seed,
-                 verbose=0, device="cpu")  # fmt: skip
+    hyper: dict[str, Any] = dict(n_steps=512, batch_size=128, n_epochs=10, learning_rate=1e-3, gamma=0.0,
+                                 ent_coef=0.0, seed=seed, verbose=0, device="cpu")  # fmt: skip
     if maskable:
         from sb3_contrib import MaskablePPO
         from sb3_contrib.common.wrappers import ActionMasker
