@@ -38,7 +38,7 @@ from cudaperf_env.turn import Grader, RewardConfig, Turn, turn_of
 __all__ = ["EvaluatorPool", "PoolBackend"]
 
 
-def _mappingproxy(mapping: dict[str, Any]) -> Mapping[str, Any]:
+def _mappingproxy(mapping: dict[str, Any]) -> types.MappingProxyType[str, Any]:
     return types.MappingProxyType(mapping)
 
 
@@ -114,7 +114,7 @@ class EvaluatorPool:
             raise RuntimeError("backend='cuda' but the Ray cluster has no GPU; use backend='cpu' or a GPU cluster")
         count = num_actors or (gpus if backend == "cuda" else max(1, int(resources.get("CPU", 1) // cpus_per_actor)))
         root = cache_root or os.environ.get("CUDAPERF_CACHE_DIR") or os.path.expanduser("~/.cache/cudaperf")
-        remote = ray.remote(_EvaluatorActor).options(
+        remote: Any = ray.remote(_EvaluatorActor).options(
             num_gpus=1 if backend == "cuda" else 0, num_cpus=cpus_per_actor, max_concurrency=max(1, concurrency),
             max_restarts=max_restarts, max_task_retries=0,
         )  # fmt: skip
@@ -122,8 +122,8 @@ class EvaluatorPool:
         self.backend_kind = backend
         self.timeout_s = timeout_s
         extra = dict(backend_options or {})
-        self.actors = [remote.remote(backend, options, os.path.join(root, f"actor-{i}") if private_caches else root,
-                                     extra) for i in range(count)]  # fmt: skip
+        folders = [os.path.join(root, f"actor-{i}") if private_caches else root for i in range(count)]
+        self.actors: list[Any] = [remote.remote(backend, options, folder, extra) for folder in folders]
         described = ray.get([a.describe.remote() for a in self.actors])
         self.backend = PoolBackend(described[0][0])
         self.measures_time = bool(described[0][1])
