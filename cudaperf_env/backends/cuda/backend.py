@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import math
 import shutil
 import subprocess
@@ -35,14 +36,15 @@ from cudaperf_env.backends.cuda.timing import (
     estimate_speedup,
     wall_clock_inconsistent,
 )
-from cudaperf_env.backends.execute import CallResult, Job, call_once, run_jobs
+from cudaperf_env.backends.execute import CallResult, Job, call_once, io_dir, run_jobs
 from cudaperf_env.backends.harness import wrap
 from cudaperf_env.backends.sandbox import Crash, WorkerProcess
 from cudaperf_env.errors import BackendUnavailableError
 from cudaperf_env.tasks.inputs import make_inputs
 from cudaperf_env.tasks.schema import Config, Task
 from cudaperf_env.toolchain import tools
-from cudaperf_env.toolchain.cache import scratch_dir
+from cudaperf_env.toolchain.cache import cache_dir, scratch_dir
+from cudaperf_env.toolchain.confine import Confinement, Limits
 from cudaperf_env.toolchain.native import build_c_reference, build_library
 
 HERE = Path(__file__).parent
@@ -68,6 +70,14 @@ def nvcc_flags(arch: str) -> list[str]:
 
 
 @lru_cache(maxsize=4)
+def gpu_confinement() -> Confinement:
+    """The GPU worker's confinement: its device nodes, ``/sys``, and a memory limit on private data
+    (a CUDA context reserves far more address space than it uses, so not on address space)."""
+    devices = tuple(sorted(glob.glob("/dev/nvidia*")))
+    limits = Limits(memory_bytes=None, data_bytes=32 << 30, cpu_seconds=4 * 3600, open_files=1024)
+    return Confinement(limits=limits, devices=devices, sys=True)
+
+
 def harness_library(arch: str) -> Path:
     """The trusted timing/buffer harness, built once per architecture."""
     result = build_library(tools.nvcc(), nvcc_flags(arch), (HERE / "harness.cu").read_text(), ".cu")
@@ -130,7 +140,10 @@ class CudaBackend:
         return Build(result.ok, result.library, result.log, (), result.seconds, result.cached)
 
     def start_worker(self, workdir: Path, wrapper: Sequence[str] = ()) -> WorkerProcess:
-        worker = WorkerProcess(workdir, script=HERE / "gpu_worker.py", wrapper=wrapper)
+        # Confined like the CPU worker, with the GPU's device nodes and /sys bound in; the build
+        # cache (harness, candidate and baseline libraries) and the timing inputs visible read-only.
+        worker = WorkerProcess(workdir, script=HERE / "gpu_worker.py", wrapper=wrapper, confinement=gpu_confinement(),
+                               visible=[cache_dir(), self.perf_inputs.folder])  # fmt: skip
         canary = 0 if wrapper else 4096  # a sanitizer wants exact allocations to see every out-of-bounds access
         worker.send({"op": "init", "harness": str(harness_library(self.arch)), "device": self.device,
                      "canary_bytes": canary})  # fmt: skip
@@ -344,7 +357,7 @@ def run_limited(
         return loaded
     results: list[CallResult] = []
     for index, (job, limit, ms) in enumerate(zip(jobs, limits, baseline_ms, strict=True)):
-        result = call_once(worker, task, job, workdir / f"buffers-{index}.bin", limit)
+        result = call_once(worker, task, job, io_dir(workdir) / f"buffers-{index}.bin", limit)
         if result.status == "timeout" and math.isfinite(ms):
             hidden = index >= len(task.configs)
             result = replace(result, message=too_slow_message(job.config, hidden, index, limit, ms))

@@ -6,7 +6,7 @@ Buffers come from the parent through shared files exactly as for the CPU worker
 canary tail, the entry is called through the harness shim, and every buffer is
 copied back so the parent can compare outputs and check inputs.
 
-Requests (JSON lines on stdin; replies on REPLY_FD):
+Requests (JSON lines on stdin; replies on REPLY_FD, framed as ``sandbox.frame`` writes them):
     {"op": "init", "harness": PATH, "device": 0, "canary_bytes": 4096}
     {"op": "load", "lib": PATH, "name": NAME, "symbol": "cudaperf_call"}
     {"op": "call", "lib": NAME, "file": PATH, "size": N, "args": [...], "guards": [...]}
@@ -71,7 +71,11 @@ class Worker:
         self.canary = CANARY_BYTES  # 0 under compute-sanitizer: exact allocations, so it sees every overrun
 
     def send(self, **message) -> None:
-        self.reply.write(json.dumps(message) + "\n")
+        """One reply, framed as the parent expects (``sandbox.frame``: magic, u32 length, JSON)."""
+        body = json.dumps(message).encode()
+        data = b"CPF1" + len(body).to_bytes(4, "little") + body
+        while data:
+            data = data[os.write(self.reply, data) :]
 
     def check(self, code: int) -> None:
         if code != 0:
@@ -340,7 +344,7 @@ def _rse(samples: list) -> float:
 
 
 def main(reply_fd: int) -> None:
-    worker = Worker(os.fdopen(reply_fd, "w", buffering=1))
+    worker = Worker(reply_fd)
     handlers = {"init": worker.init, "load": worker.load, "call": worker.call, "time": worker.time,
                 "stage": worker.stage, "bandwidth": worker.bandwidth, "wall_check": worker.wall_check}  # fmt: skip
     for line in sys.stdin:

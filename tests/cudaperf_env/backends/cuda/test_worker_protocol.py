@@ -45,8 +45,8 @@ def built(tmp_path_factory):
 
 @pytest.fixture
 def worker(built, tmp_path):
-    _, libs = built
-    proc = WorkerProcess(tmp_path, script=HERE / "gpu_worker.py")
+    folder, libs = built
+    proc = WorkerProcess(tmp_path, script=HERE / "gpu_worker.py", visible=[folder])
     proc.send({"op": "init", "harness": str(libs["harness"]), "device": 0})
     for name, lib in (("baseline", "honest"), ("candidate", "honest"), ("stale", "stale"), ("overrun", "overrun"),
                       ("late", "late")):
