@@ -448,6 +448,7 @@ class PerfInputs:
 
     def __init__(self) -> None:
         self.folder = scratch_dir("cudaperf-perf-")
+        self.folder.chmod(0o755)  # read by confined workers, which run as users of their own
         self._sets: dict[tuple[str, int], list[BufferFile]] = {}
         weakref.finalize(self, shutil.rmtree, self.folder, True)
 

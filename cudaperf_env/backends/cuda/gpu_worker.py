@@ -106,8 +106,12 @@ class Worker:
         ``copy=False`` only allocates (buffers that are overwritten before use);
         ``pin`` page-locks the mapping for the copies (faster for large sets).
         """
-        fd = os.open(spec["file"], os.O_RDWR)
-        mem = mmap.mmap(fd, spec["size"], mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0))
+        try:
+            fd, share = os.open(spec["file"], os.O_RDWR), mmap.MAP_SHARED
+        except OSError:  # the timing input sets are shown read-only: a private copy-on-write mapping
+            fd, share = os.open(spec["file"], os.O_RDONLY), mmap.MAP_PRIVATE
+        mem = mmap.mmap(fd, spec["size"], share | getattr(mmap, "MAP_POPULATE", 0),
+                        mmap.PROT_READ | mmap.PROT_WRITE)  # fmt: skip
         os.close(fd)
         base = ctypes.addressof(ctypes.c_char.from_buffer(mem))
         pinned = copy and pin and self.h.cph_host_register(ctypes.c_void_p(base), ctypes.c_size_t(spec["size"]),

@@ -33,6 +33,7 @@ def compile_shared(source: Path, out: Path, *defines: str) -> Path:
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     folder = tmp_path_factory.mktemp("fake_gpu")
+    folder.chmod(0o755)  # the confined worker runs as a user of its own
     libs = {
         "harness": compile_shared(FIXTURES / "host_harness.cpp", folder / "harness.so"),
         "honest": compile_shared(FIXTURES / "saxpy.cpp", folder / "honest.so"),
