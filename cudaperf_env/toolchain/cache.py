@@ -31,6 +31,7 @@ def write_atomic(path: Path, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
     with os.fdopen(fd, "wb") as f:
         f.write(data)
+        os.fchmod(f.fileno(), 0o644)  # readable by confined compilers, which run as users of their own
     os.replace(tmp, path)
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from cudaperf_env.toolchain import tools
 from cudaperf_env.toolchain.cache import cache_dir, digest, write_atomic
+from cudaperf_env.toolchain.confine import Confinement
 
 DEFAULT_ARCH = "sm_90"
 _FUNCTION = re.compile(r"Compiling entry function '([^']+)' for")
@@ -80,9 +81,12 @@ def compile_check(
     work = Path(tempfile.mkdtemp(prefix="check-", dir=cache_dir("tmp")))  # private: checks may race
     try:
         (work / "submission.cu").write_text(source)
-        result = tools.run_tool([nvcc, *flags, "submission.cu", "-o", "out.cubin"], work, timeout_s, cancel=cancel)
-        if result.ok:
-            (work / "out.cubin").replace(cubin)
+        result = tools.run_tool([nvcc, *flags, "submission.cu", "-o", "out.cubin"], work, timeout_s, cancel=cancel,
+                                confine=Confinement())  # fmt: skip
+        out = work / "out.cubin"
+        if result.ok and out.is_file() and not out.is_symlink():
+            out.chmod(0o644)
+            out.replace(cubin)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     log, kernels = parse_ptxas(result.output)

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from cudaperf_env.toolchain import tools
 from cudaperf_env.toolchain.cache import cache_dir, digest
+from cudaperf_env.toolchain.confine import Confinement
 
 
 @dataclass(frozen=True)
@@ -43,8 +46,15 @@ def build_library(
     timeout_s: float = 60.0,
     memory_bytes: int = 4 << 30,
     cancel: threading.Event | None = None,
+    confine: Confinement | None = None,
+    visible: Sequence[Path] = (),
 ) -> BuildResult:
-    """Compile ``source`` into a shared library with ``compiler flags``; reuse a cached build."""
+    """Compile ``source`` into a shared library with ``compiler flags``; reuse a cached build.
+
+    Args:
+        confine: Compile confined (untrusted source): the compiler sees the toolchain, its
+            private build folder and ``visible`` (read-only), nothing else.
+    """
     key = digest("native/1", tools.version(compiler), *flags, *libs, key_extra, source)
     library = cache_dir("builds") / f"{key}.so"
     if library.exists():
@@ -55,8 +65,9 @@ def build_library(
         src.write_text(source)
         out = work / "lib.so"
         cmd = [compiler, *flags, str(src), "-o", str(out), *libs]
-        result = tools.run_tool(cmd, work, timeout_s, memory_bytes, cancel=cancel)
-        if result.ok and out.exists():
+        result = tools.run_tool(cmd, work, timeout_s, memory_bytes, cancel=cancel, confine=confine, visible=visible)
+        if result.ok and out.is_file() and not out.is_symlink():
+            adopt(out)
             out.replace(library)
             return BuildResult(True, library, result.output, result.seconds)
         log = result.output
@@ -65,6 +76,13 @@ def build_library(
         return BuildResult(False, None, log, result.seconds, timed_out=result.timed_out)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def adopt(path: Path) -> None:
+    """Make a confined compiler's output the parent's (owner and mode) before it enters the cache."""
+    if os.geteuid() == 0 and path.stat().st_uid != 0:
+        os.chown(path, 0, 0)
+    path.chmod(0o755)
 
 
 def build_c_reference(source: str, timeout_s: float = 60.0) -> BuildResult:

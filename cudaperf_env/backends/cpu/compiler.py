@@ -26,6 +26,7 @@ from pathlib import Path
 
 from cudaperf_env.toolchain import tools
 from cudaperf_env.toolchain.cache import cache_dir, digest, write_atomic
+from cudaperf_env.toolchain.confine import Confinement
 from cudaperf_env.toolchain.native import BuildResult, build_library
 
 INCLUDE_DIR = Path(__file__).parent / "include"
@@ -147,6 +148,7 @@ def _compile_to(command: list[str], target: Path, timeout_s: float) -> str:
     try:
         result = tools.run_tool([*command, "-o", tmp], target.parent, timeout_s)
         if result.ok and os.path.getsize(tmp) > 0:
+            os.chmod(tmp, 0o644)  # confined builds (users of their own) read it
             os.replace(tmp, target)
             return ""
         return f"{shlex.join(command)}\n{result.output}"
@@ -188,7 +190,7 @@ def build_cpu(translation_unit: str, timeout_s: float = 60.0, cancel: threading.
         runtime_flags = ["-include", RUNTIME_HEADER]
     flags = [*BASE_FLAGS, *include_flags(), *runtime_flags, *LINK_FLAGS, "-x", "c++"]
     result = build_library(compiler, flags, translation_unit, ".cpp", runtime_version(), ("-lm",), timeout_s,
-                           cancel=cancel)  # fmt: skip
+                           cancel=cancel, confine=Confinement(), visible=(runtime.folder,))  # fmt: skip
     # Started after this build, which it would slow down even niced (2 cores, measured). Not
     # again after a failure (prebuild.log): the same compiler and headers would fail the same way.
     if not runtime.ready() and not (runtime.folder / "prebuild.log").exists():

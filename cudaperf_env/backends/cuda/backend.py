@@ -136,7 +136,7 @@ class CudaBackend:
 
     def build(self, task: Task, code: str, cancel: threading.Event | None = None) -> Build:
         result = build_library(tools.nvcc(), nvcc_flags(self.arch), wrap(task, code, "cuda"), ".cu",
-                               timeout_s=self.build_timeout_s, cancel=cancel)  # fmt: skip
+                               timeout_s=self.build_timeout_s, cancel=cancel, confine=Confinement())  # fmt: skip
         return Build(result.ok, result.library, result.log, (), result.seconds, result.cached)
 
     def start_worker(self, workdir: Path, wrapper: Sequence[str] = ()) -> WorkerProcess:
