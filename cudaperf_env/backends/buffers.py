@@ -147,7 +147,7 @@ class BufferFile:
 
 
 def _pwrite_all(fd: int, data: np.ndarray) -> None:
-    view, offset = memoryview(data).cast("B"), 0
+    view, offset = memoryview(data.data).cast("B"), 0
     while offset < len(view):
         offset += os.pwrite(fd, view[offset : offset + (256 << 20)], offset)
 

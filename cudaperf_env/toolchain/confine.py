@@ -163,8 +163,8 @@ def probe_mode() -> str:
 
 def _try(mode: str) -> bool:
     uid = UID_RANGE[0] if mode == "root" else None
-    spec = {"mode": mode, "uid": uid, "gid": uid, "cwd": "/", "ro": list(toolchain_paths()), "rw": [],
-            "rlimits": {}, "env": {}}  # fmt: skip
+    spec: dict[str, object] = {"mode": mode, "uid": uid, "gid": uid, "cwd": "/", "ro": list(toolchain_paths()),
+                               "rw": [], "rlimits": {}, "env": {}}  # fmt: skip
     true = "/bin/true" if os.path.exists("/bin/true") else "/usr/bin/true"
     try:
         done = subprocess.run([sys.executable, "-I", "-S", str(LAUNCHER), json.dumps(spec), "--", true],

@@ -44,7 +44,8 @@ PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
 ROOT = "/tmp/.cudaperf-root"  # inside the private /tmp of the new mount namespace
 BASE_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
 LIMITS = {"as": resource.RLIMIT_AS, "data": resource.RLIMIT_DATA, "cpu": resource.RLIMIT_CPU,
-          "fsize": resource.RLIMIT_FSIZE, "nproc": resource.RLIMIT_NPROC, "nofile": resource.RLIMIT_NOFILE, "core": resource.RLIMIT_CORE}  # fmt: skip
+          "fsize": resource.RLIMIT_FSIZE, "nproc": resource.RLIMIT_NPROC, "nofile": resource.RLIMIT_NOFILE,
+          "core": resource.RLIMIT_CORE}  # fmt: skip
 _libc = ctypes.CDLL(None, use_errno=True)
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cudaperf_env.toolchain import tools
-from cudaperf_env.toolchain.cache import cache_dir, digest
+from cudaperf_env.toolchain.cache import cache_dir, digest, evict, touch
 from cudaperf_env.toolchain.confine import Confinement
 
 
@@ -58,6 +58,7 @@ def build_library(
     key = digest("native/1", tools.version(compiler), *flags, *libs, key_extra, source)
     library = cache_dir("builds") / f"{key}.so"
     if library.exists():
+        touch(library)
         return BuildResult(True, library, "", 0.0, True)
     work = Path(tempfile.mkdtemp(prefix="build-", dir=cache_dir("tmp")))  # private: builds may race
     try:
@@ -69,6 +70,7 @@ def build_library(
         if result.ok and out.is_file() and not out.is_symlink():
             adopt(out)
             out.replace(library)
+            evict(library.parent)
             return BuildResult(True, library, result.output, result.seconds)
         log = result.output
         if result.timed_out:
