@@ -6,11 +6,11 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cudaperf_env.toolchain import tools
+from cudaperf_env.toolchain import symbols, tools
 from cudaperf_env.toolchain.cache import cache_dir, digest, evict, touch
 from cudaperf_env.toolchain.confine import Confinement
 
@@ -26,6 +26,7 @@ class BuildResult:
         seconds: Wall time of the build (0 when cached).
         cached: Served from the cache.
         timed_out: The build hit its time limit.
+        refused: Why the built code was refused by the build's ``check`` ("" if it was not).
     """
 
     ok: bool
@@ -34,6 +35,7 @@ class BuildResult:
     seconds: float = 0.0
     cached: bool = False
     timed_out: bool = False
+    refused: str = ""
 
 
 def build_library(
@@ -48,14 +50,19 @@ def build_library(
     cancel: threading.Event | None = None,
     confine: Confinement | None = None,
     visible: Sequence[Path] = (),
+    check: Callable[[Path], str] | None = None,
 ) -> BuildResult:
     """Compile ``source`` into a shared library with ``compiler flags``; reuse a cached build.
+
+    Only successful builds that pass ``check`` are cached.
 
     Args:
         confine: Compile confined (untrusted source): the compiler sees the toolchain, its
             private build folder and ``visible`` (read-only), nothing else.
+        check: Called with the build folder after a successful build (the linker's map is
+            there: ``toolchain/symbols.py``); a non-empty answer refuses the build.
     """
-    key = digest("native/1", tools.version(compiler), *flags, *libs, key_extra, source)
+    key = digest("native/1", tools.version(compiler), *flags, *libs, key_extra, "symbols/1" if check else "", source)
     library = cache_dir("builds") / f"{key}.so"
     if library.exists():
         touch(library)
@@ -65,9 +72,13 @@ def build_library(
         src = work / f"source{suffix}"
         src.write_text(source)
         out = work / "lib.so"
-        cmd = [compiler, *flags, str(src), "-o", str(out), *libs]
+        mapping = symbols.link_flags(work) if check else []
+        cmd = [compiler, *flags, *mapping, str(src), "-o", str(out), *libs]
         result = tools.run_tool(cmd, work, timeout_s, memory_bytes, cancel=cancel, confine=confine, visible=visible)
         if result.ok and out.is_file() and not out.is_symlink():
+            why = check(work) if check else ""
+            if why:
+                return BuildResult(False, None, why, result.seconds, refused=why)
             adopt(out)
             out.replace(library)
             evict(library.parent)

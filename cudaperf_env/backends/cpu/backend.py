@@ -49,6 +49,8 @@ class CpuBackend:
             unsupported = tuple(Finding(r.line, r.construct, r.message) for r in passed.rejections)
             return Build(False, unsupported=unsupported)
         result = build_cpu(wrap(task, passed.source, "cuda"), self.build_timeout_s, cancel)
+        if result.refused:  # the symbol check: calls into the system the screen did not see
+            return Build(False, log=result.log, unsupported=(Finding(0, "symbols", result.refused),))
         return Build(result.ok, result.library, result.log, (), result.seconds, result.cached)
 
     def start_worker(self, workdir: Path) -> WorkerProcess:

@@ -28,6 +28,7 @@ from cudaperf_env.toolchain import tools
 from cudaperf_env.toolchain.cache import cache_dir, digest, write_atomic
 from cudaperf_env.toolchain.confine import Confinement
 from cudaperf_env.toolchain.native import BuildResult, build_library
+from cudaperf_env.toolchain.symbols import check_build
 
 INCLUDE_DIR = Path(__file__).parent / "include"
 SHIM_DIR = INCLUDE_DIR / "shim"
@@ -190,7 +191,8 @@ def build_cpu(translation_unit: str, timeout_s: float = 60.0, cancel: threading.
         runtime_flags = ["-include", RUNTIME_HEADER]
     flags = [*BASE_FLAGS, *include_flags(), *runtime_flags, *LINK_FLAGS, "-x", "c++"]
     result = build_library(compiler, flags, translation_unit, ".cpp", runtime_version(), ("-lm",), timeout_s,
-                           cancel=cancel, confine=Confinement(), visible=(runtime.folder,))  # fmt: skip
+                           cancel=cancel, confine=Confinement(), visible=(runtime.folder,),
+                           check=check_build)  # fmt: skip
     # Started after this build, which it would slow down even niced (2 cores, measured). Not
     # again after a failure (prebuild.log): the same compiler and headers would fail the same way.
     if not runtime.ready() and not (runtime.folder / "prebuild.log").exists():
