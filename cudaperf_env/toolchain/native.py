@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cudaperf_env.toolchain import symbols, tools
+from cudaperf_env.toolchain import tools
 from cudaperf_env.toolchain.cache import cache_dir, digest, evict, touch
 from cudaperf_env.toolchain.confine import Confinement
 
@@ -59,10 +59,10 @@ def build_library(
     Args:
         confine: Compile confined (untrusted source): the compiler sees the toolchain, its
             private build folder and ``visible`` (read-only), nothing else.
-        check: Called with the build folder after a successful build (the linker's map is
-            there: ``toolchain/symbols.py``); a non-empty answer refuses the build.
+        check: Called with the built library before it is cached (e.g. the symbol check,
+            ``toolchain/symbols.py``); a non-empty answer refuses the build.
     """
-    key = digest("native/1", tools.version(compiler), *flags, *libs, key_extra, "symbols/1" if check else "", source)
+    key = digest("native/1", tools.version(compiler), *flags, *libs, key_extra, "checked" if check else "", source)
     library = cache_dir("builds") / f"{key}.so"
     if library.exists():
         touch(library)
@@ -72,11 +72,10 @@ def build_library(
         src = work / f"source{suffix}"
         src.write_text(source)
         out = work / "lib.so"
-        mapping = symbols.link_flags(work) if check else []
-        cmd = [compiler, *flags, *mapping, str(src), "-o", str(out), *libs]
+        cmd = [compiler, *flags, str(src), "-o", str(out), *libs]
         result = tools.run_tool(cmd, work, timeout_s, memory_bytes, cancel=cancel, confine=confine, visible=visible)
         if result.ok and out.is_file() and not out.is_symlink():
-            why = check(work) if check else ""
+            why = check(out) if check else ""
             if why:
                 return BuildResult(False, None, why, result.seconds, refused=why)
             adopt(out)

@@ -1,31 +1,26 @@
-"""What a submission's compiled code imports: the symbol check behind the screen.
+"""What a built library imports from the system: the symbol check behind the screen.
 
-The screen reads tokens, so a name it does not list, or one it cannot see, passes
-it. The linker cannot be fooled that way: asked for a cross-reference table
-(:data:`LINK_FLAGS`), it names every symbol each object file uses and the library
-that defines it. :func:`imports` reads that table for the submission's own object
-(the runtime's object and the C runtime's start files excluded), and :func:`refused`
-says which of those imports are not on the allowlist: math, memory and string
-functions, formatted output, the C++ runtime's allocation, exception and guard
-support. Whatever the spelling in the source (macros, splices, digraphs,
-``(open)(...)``, a function pointer), a call into libc that is not allowed is found.
+The screen reads tokens, so a name it does not list, or one it cannot see, passes it.
+The dynamic linker cannot be fooled that way: every function a library calls in libc
+is an undefined symbol in its dynamic symbol table (:func:`undefined_symbols`, read
+here in pure Python, every offset bounds-checked: the file came from untrusted
+source). :func:`refused` names those that are neither on the allowlist (math, memory
+and string functions, formatted output, the C++ runtime's allocation, exception and
+guard support) nor imported by the backend's own runtime (``baseline``: what the same
+build of a trivial submission imports). Whatever the spelling in the source (macros,
+splices, digraphs, ``(open)(...)``, a function pointer, a name the screen does not
+list), a call into the system that is not allowed is found.
 """
 
 from __future__ import annotations
 
+import glob
 import re
-from collections.abc import Iterable, Mapping
+import struct
+from collections.abc import Iterable
+from functools import lru_cache
 from pathlib import Path
 
-MAP_NAME = "link.map"
-
-
-def link_flags(folder: Path) -> list[str]:
-    """Flags that make the linker write its map, with the cross-reference table, into ``folder``."""
-    return ["-Wl,--cref", f"-Wl,-Map={folder / MAP_NAME}"]
-
-
-# Imports from shared libraries that a kernel submission may have.
 ALLOWED = frozenset(
     {
         # memory and strings
@@ -46,74 +41,96 @@ ALLOWED = frozenset(
         "__errno_location", "__ctype_b_loc", "__ctype_tolower_loc", "__ctype_toupper_loc",
         # time (read only)
         "clock", "clock_gettime", "gettimeofday", "time",
-        # the C++ runtime: allocation, exceptions, statics, RTTI
+        # the C++ runtime: allocation, exceptions, statics, RTTI; start files
         "__cxa_guard_acquire", "__cxa_guard_release", "__cxa_guard_abort", "__cxa_begin_catch",
         "__cxa_end_catch", "__cxa_rethrow", "__cxa_throw", "__cxa_allocate_exception",
         "__cxa_free_exception", "__cxa_pure_virtual", "__cxa_deleted_virtual", "__cxa_bad_cast",
         "__cxa_bad_typeid", "__cxa_get_exception_ptr", "__cxa_call_terminate", "__gxx_personality_v0",
-        "_Unwind_Resume", "__tls_get_addr", "__dso_handle", "_ZSt9terminatev",
+        "_Unwind_Resume", "__tls_get_addr", "__dso_handle", "_ZSt9terminatev", "__cxa_finalize",
+        "_ITM_deregisterTMCloneTable", "_ITM_registerTMCloneTable", "__gmon_start__",
     }
 )  # fmt: skip
 # Mangled C++ names allowed by prefix: operator new/delete and the standard library (strings,
-# streams to stdout, containers, exceptions); the process-level parts are refused by name below.
+# streams to stdout, containers, exceptions), except the parts that reach the system.
 ALLOWED_PREFIXES = ("_Znw", "_Zna", "_Zdl", "_Zda", "_ZNSt", "_ZNKSt", "_ZSt", "_ZNSo", "_ZNKSo", "_ZNSi",
-                    "_ZTV", "_ZTI", "_ZTS", "_ZNSs", "_ZNKSs", "_ZNSa", "_ZNSaIcE", "_ZNSt7__cxx11")  # fmt: skip
-# Standard-library parts that reach the system: threads, files, the filesystem library.
-REFUSED_PATTERN = re.compile(r"thread|filesystem|fstream|basic_filebuf|system_error|random_device|_ZNSt6chrono")
-# Libraries whose every symbol is allowed (the math library).
-ALLOWED_LIBRARIES = ("libm.so", "libmvec.so")
-_OBJECT = re.compile(r"\.(o|obj)$")
+                    "_ZTV", "_ZTI", "_ZTS", "_ZNSs", "_ZNKSs", "_ZNSa")  # fmt: skip
+REFUSED_PATTERN = re.compile(r"thread|filesystem|fstream|basic_filebuf|random_device|_ZNSt6chrono|system")
+_SHT_DYNSYM = 11
 
 
-def imports(map_text: str, own: Path) -> dict[str, str]:
-    """``{symbol: library}`` for every symbol an object file under ``own`` uses that a shared library defines (pure).
+class UnreadableLibrary(ValueError):
+    """The library's ELF structure is not what a linker writes."""
+
+
+def undefined_symbols(library: Path) -> frozenset[str]:
+    """Names of the undefined symbols in ``library``'s dynamic symbol table (its imports).
+
+    Raises:
+        UnreadableLibrary: Not a little-endian ELF64 file, or an offset points outside it.
+    """
+    return frozenset(name for name, defined in _dynamic_symbols(library.read_bytes()) if not defined)
+
+
+def defined_symbols(library: Path) -> frozenset[str]:
+    """Names ``library`` defines (exports) in its dynamic symbol table."""
+    return frozenset(name for name, defined in _dynamic_symbols(library.read_bytes()) if defined)
+
+
+def _dynamic_symbols(data: bytes) -> list[tuple[str, bool]]:
+    """``(name, defined)`` of every named dynamic symbol (pure; bounds-checked)."""
+    try:
+        if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+            raise UnreadableLibrary("not a little-endian ELF64 file")
+        shoff, = struct.unpack_from("<Q", data, 0x28)
+        shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+        if shentsize < 64 or shnum > 4096:
+            raise UnreadableLibrary("implausible section table")
+        sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + k * shentsize) for k in range(shnum)]
+        out: list[tuple[str, bool]] = []
+        for _, kind, _, _, offset, size, link, _, _, entsize in sections:
+            if kind != _SHT_DYNSYM or not entsize or link >= len(sections):
+                continue
+            str_offset, str_size = sections[link][4], sections[link][5]
+            strings = data[str_offset : str_offset + str_size]
+            for at in range(offset, offset + size - entsize + 1, entsize):
+                name_at, _, _, shndx = struct.unpack_from("<IBBH", data, at)
+                end = strings.find(b"\0", name_at)
+                if name_at and end > name_at:
+                    out.append((strings[name_at:end].decode("ascii", "replace"), shndx != 0))
+        return out
+    except (struct.error, IndexError) as exc:
+        raise UnreadableLibrary(f"truncated or malformed ELF: {exc}") from None
+
+
+@lru_cache(maxsize=1)
+def math_library_exports() -> frozenset[str]:
+    """Every function the system's math library exports (all of them are allowed)."""
+    names: set[str] = set()
+    for pattern in ("/lib/*/libm.so.6", "/usr/lib/*/libm.so.6", "/lib64/libm.so.6", "/usr/lib64/libm.so.6"):
+        for path in glob.glob(pattern):
+            try:
+                names |= defined_symbols(Path(path))
+            except (OSError, UnreadableLibrary):
+                continue
+    return frozenset(names)
+
+
+def refused(undefined: Iterable[str], baseline: Iterable[str] = ()) -> list[str]:
+    """The imports a submission may not have (pure but for the math library's export list), sorted.
 
     Args:
-        map_text: The linker map written with :func:`link_flags`.
-        own: The folder holding the submission's object (the compiler's temporary
-            files go there: ``TMPDIR`` is the build folder); objects elsewhere (the
-            runtime object, start files) are not the submission's.
+        undefined: The library's undefined dynamic symbols.
+        baseline: What the backend's own runtime imports (the same build of a trivial submission).
     """
-    at = map_text.find("Cross Reference Table")
-    if at < 0:
-        return {}
-    prefix = str(own).rstrip("/") + "/"
-    found: dict[str, str] = {}
-    symbol, definer = "", ""
-    for line in map_text[at:].splitlines()[3:]:
-        if not line.strip():
-            continue
-        if not line[0].isspace():
-            parts = line.split()
-            symbol, definer = parts[0], (parts[1] if len(parts) > 1 else "")
-            continue
-        user = line.strip()
-        if user.startswith(prefix) and _OBJECT.search(user) and ".so" in Path(definer).name:
-            found.setdefault(symbol.split("@")[0], definer)
-    return found
+    allowed = ALLOWED | frozenset(baseline) | math_library_exports()
+    return sorted(
+        name for name in set(undefined)
+        if name not in allowed and not (name.startswith(ALLOWED_PREFIXES) and not REFUSED_PATTERN.search(name))
+    )  # fmt: skip
 
 
-def refused(found: Mapping[str, str], extra: Iterable[str] = ()) -> list[str]:
-    """The imports not on the allowlist (``extra``: further allowed names), sorted (pure)."""
-    allowed = ALLOWED | frozenset(extra)
-    bad = []
-    for name, library in found.items():
-        if any(lib in Path(library).name for lib in ALLOWED_LIBRARIES):
-            continue
-        if name in allowed:
-            continue
-        if name.startswith(ALLOWED_PREFIXES) and not REFUSED_PATTERN.search(name):
-            continue
-        bad.append(name)
-    return sorted(bad)
-
-
-def check_build(folder: Path, extra: Iterable[str] = ()) -> str:
-    """Why the build in ``folder`` imports what it may not ("" when it is clean, or no map was written)."""
-    path = folder / MAP_NAME
-    if not path.is_file() or path.is_symlink():
-        return ""
-    bad = refused(imports(path.read_text(errors="replace"), folder), extra)
+def explain(bad: list[str]) -> str:
+    """The message for a refused build ("" when nothing is refused)."""
     if not bad:
         return ""
     shown = ", ".join(f"`{name}`" for name in bad[:6]) + (" ..." if len(bad) > 6 else "")
