@@ -41,7 +41,7 @@ class BuildResult:
 def build_library(
     compiler: str,
     flags: list[str],
-    source: str,
+    source: str | Sequence[str],
     suffix: str,
     key_extra: str = "",
     libs: tuple[str, ...] = (),
@@ -57,22 +57,26 @@ def build_library(
     Only successful builds that pass ``check`` are cached.
 
     Args:
+        source: One translation unit, or several (compiled apart, linked together: e.g. the
+            submission and the harness shim, so no macro of one reaches the other).
         confine: Compile confined (untrusted source): the compiler sees the toolchain, its
             private build folder and ``visible`` (read-only), nothing else.
         check: Called with the built library before it is cached (e.g. the symbol check,
             ``toolchain/symbols.py``); a non-empty answer refuses the build.
     """
-    key = digest("native/1", tools.version(compiler), *flags, *libs, key_extra, "checked" if check else "", source)
+    sources = [source] if isinstance(source, str) else list(source)
+    key = digest("native/1", tools.version(compiler), *flags, *libs, key_extra, "checked" if check else "", *sources)
     library = cache_dir("builds") / f"{key}.so"
     if library.exists():
         touch(library)
         return BuildResult(True, library, "", 0.0, True)
     work = Path(tempfile.mkdtemp(prefix="build-", dir=cache_dir("tmp")))  # private: builds may race
     try:
-        src = work / f"source{suffix}"
-        src.write_text(source)
+        paths = [work / (f"source{suffix}" if k == 0 else f"source{k}{suffix}") for k in range(len(sources))]
+        for path, text in zip(paths, sources, strict=True):
+            path.write_text(text)
         out = work / "lib.so"
-        cmd = [compiler, *flags, str(src), "-o", str(out), *libs]
+        cmd = [compiler, *flags, *map(str, paths), "-o", str(out), *libs]
         result = tools.run_tool(cmd, work, timeout_s, memory_bytes, cancel=cancel, confine=confine, visible=visible)
         if result.ok and out.is_file() and not out.is_symlink():
             why = check(out) if check else ""

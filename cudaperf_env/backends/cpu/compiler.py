@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -174,9 +174,9 @@ def _start_prebuild(folder: str) -> None:
                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
 
 
-def build_cpu(translation_unit: str, timeout_s: float = 60.0, cancel: threading.Event | None = None,
+def build_cpu(translation_unit: str | Sequence[str], timeout_s: float = 60.0, cancel: threading.Event | None = None,
               check: Callable[[Path], str] | None = None) -> BuildResult:  # fmt: skip
-    """Compile a complete translation unit (pre-passed code + harness shim) for the CPU runtime.
+    """Compile a complete translation unit (pre-passed code + harness shim), or several, for the CPU runtime.
 
     Links the prebuilt runtime object once it exists (with its precompiled header once that
     exists too: the same build, one cache entry). Before that (a cold cache, or while the

@@ -37,7 +37,7 @@ from cudaperf_env.backends.cuda.timing import (
     wall_clock_inconsistent,
 )
 from cudaperf_env.backends.execute import CallResult, Job, call_once, io_dir, run_jobs
-from cudaperf_env.backends.harness import wrap
+from cudaperf_env.backends.harness import units, wrap
 from cudaperf_env.backends.sandbox import Crash, WorkerProcess
 from cudaperf_env.errors import BackendUnavailableError
 from cudaperf_env.tasks.inputs import make_inputs
@@ -69,7 +69,6 @@ def nvcc_flags(arch: str) -> list[str]:
             "-Xlinker", "-z,defs", "-Xlinker", "-Bsymbolic"]  # fmt: skip
 
 
-@lru_cache(maxsize=4)
 def gpu_confinement() -> Confinement:
     """The GPU worker's confinement: its device nodes, ``/sys``, and a memory limit on private data
     (a CUDA context reserves far more address space than it uses, so not on address space)."""
@@ -78,6 +77,7 @@ def gpu_confinement() -> Confinement:
     return Confinement(limits=limits, devices=devices, sys=True)
 
 
+@lru_cache(maxsize=4)
 def harness_library(arch: str) -> Path:
     """The trusted timing/buffer harness, built once per architecture."""
     result = build_library(tools.nvcc(), nvcc_flags(arch), (HERE / "harness.cu").read_text(), ".cu")
@@ -135,7 +135,7 @@ class CudaBackend:
         return Capabilities(timer=self if self.measures_time else None, sanitizer=self if self.sanitizers else None)
 
     def build(self, task: Task, code: str, cancel: threading.Event | None = None) -> Build:
-        result = build_library(tools.nvcc(), nvcc_flags(self.arch), wrap(task, code, "cuda"), ".cu",
+        result = build_library(tools.nvcc(), nvcc_flags(self.arch), units(task, code, "cuda"), ".cu",
                                timeout_s=self.build_timeout_s, cancel=cancel, confine=Confinement())  # fmt: skip
         return Build(result.ok, result.library, result.log, (), result.seconds, result.cached)
 
