@@ -17,6 +17,7 @@ import contextlib
 import json
 import os
 import secrets
+import shutil
 import subprocess
 import sys
 import warnings
@@ -24,8 +25,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 LAUNCHER = Path(__file__).with_name("confine_exec.py")
+LAUNCHER_SOURCE = Path(__file__).with_name("confine.c")
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 # Random user ids come from here: far above any account, one per confined process
 # tree, so that a process limit and file ownership are that evaluation's alone.
@@ -121,7 +124,7 @@ class Confinement:
             "tmpfs_bytes": self.limits.tmpfs_bytes, "rlimits": self.limits.rlimits(),
             "env": {"HOME": str(cwd), "TMPDIR": str(cwd)}, "python_script": python_script,
         }  # fmt: skip
-        return Confined([sys.executable, "-I", "-S", str(LAUNCHER), json.dumps(spec), "--", *argv], uid, mode)
+        return Confined(launch_command(spec, argv), uid, mode)
 
     def mode(self) -> str:
         """``root`` / ``user`` (namespaces), ``limits`` (fallback) or ``off``."""
@@ -161,14 +164,60 @@ def probe_mode() -> str:
     return "limits"
 
 
+def launch_command(spec: dict[str, Any], argv: Sequence[str]) -> list[str]:
+    """The launcher's command line for ``spec`` (see ``confine_exec.py``) running ``argv``."""
+    binary = launcher_binary()
+    if binary is None:
+        return [sys.executable, "-I", "-S", str(LAUNCHER), json.dumps(spec), "--", *argv]
+    command = [str(binary), "--mode", spec["mode"], "--cwd", spec["cwd"],
+               "--tmpfs-bytes", str(spec.get("tmpfs_bytes", 64 << 20))]  # fmt: skip
+    if spec.get("uid") is not None:
+        command += ["--uid", str(spec["uid"]), "--gid", str(spec.get("gid", spec["uid"]))]
+    for flag, key in (("--ro", "ro"), ("--rw", "rw"), ("--dev", "devices")):
+        for path in spec.get(key, ()):
+            command += [flag, str(path)]
+    if spec.get("sys"):
+        command.append("--sys")
+    command += [arg for name, value in spec.get("rlimits", {}).items() for arg in ("--rlimit", f"{name}={value}")]
+    command += [arg for name, value in spec.get("env", {}).items() for arg in ("--env", f"{name}={value}")]
+    return [*command, "--", *argv]
+
+
+@lru_cache(maxsize=1)
+def launcher_binary() -> Path | None:
+    """The C launcher, built from ``confine.c`` into the cache once (None where no C compiler works)."""
+    from cudaperf_env.toolchain.cache import cache_dir, digest
+
+    source = LAUNCHER_SOURCE.read_bytes()
+    folder = cache_dir("confine", digest("confine/1", source)[:16])
+    binary = folder / "confine"
+    if binary.is_file():
+        return binary
+    compiler = os.environ.get("CUDAPERF_CC") or shutil.which("gcc") or shutil.which("cc")
+    if not compiler:
+        return None
+    tmp = folder / f".tmp-{os.getpid()}-{secrets.token_hex(4)}"
+    try:
+        done = subprocess.run([compiler, "-O2", "-std=gnu11", "-x", "c", "-", "-o", str(tmp)], input=source,
+                              capture_output=True, timeout=120, check=False)  # fmt: skip
+        if done.returncode != 0:
+            return None
+        tmp.chmod(0o755)
+        os.replace(tmp, binary)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    finally:
+        tmp.unlink(missing_ok=True)
+    return binary
+
+
 def _try(mode: str) -> bool:
     uid = UID_RANGE[0] if mode == "root" else None
-    spec: dict[str, object] = {"mode": mode, "uid": uid, "gid": uid, "cwd": "/", "ro": list(toolchain_paths()),
-                               "rw": [], "rlimits": {}, "env": {}}  # fmt: skip
+    spec: dict[str, Any] = {"mode": mode, "uid": uid, "gid": uid, "cwd": "/", "ro": list(toolchain_paths()),
+                            "rw": [], "rlimits": {}, "env": {}}  # fmt: skip
     true = "/bin/true" if os.path.exists("/bin/true") else "/usr/bin/true"
     try:
-        done = subprocess.run([sys.executable, "-I", "-S", str(LAUNCHER), json.dumps(spec), "--", true],
-                              capture_output=True, timeout=30, check=False)  # fmt: skip
+        done = subprocess.run(launch_command(spec, [true]), capture_output=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return False
     return done.returncode == 0
