@@ -2,12 +2,17 @@
 
 Measures, on the CPU backend of this machine:
 
+* ``launcher``: a confined ``/bin/true`` against a bare one: the fixed cost per confined
+  process (a step with a new source starts three: the nvcc check, the backend's build and
+  the worker; a step with a source seen before starts one, the worker);
 * ``worker``: starting a worker, loading a built submission and one call on a small
   configuration (every step that runs does this once);
 * ``compiler``: one compiler invocation on a tiny file (a step with a new source runs two:
   the nvcc check and the backend's build);
 * ``step_cached`` / ``step_new``: a whole ``env.step`` with a source seen before (no
-  compiler runs) and with a new one (both compilers run).
+  compiler runs) and with a new one (both compilers run);
+* with ``--gpu`` (on a GPU machine), ``gpu_worker``: starting the GPU worker (CUDA context),
+  loading the submission and one call.
 
 Samples alternate on/off so other load on the machine falls on both alike; medians and the
 added milliseconds are reported. The goal is under 50 ms added per step.
@@ -15,6 +20,7 @@ added milliseconds are reported. The goal is under 50 ms added per step.
 Run::
 
     python benchmarks/confinement.py --json > benchmarks/results/confinement_cpu.json
+    python benchmarks/confinement.py --gpu --json > benchmarks/results/confinement_gpu.json  # GPU machine
 """
 
 from __future__ import annotations
@@ -61,6 +67,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=10, help="samples per mode and measure")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument("--gpu", action="store_true", help="also measure the GPU worker (needs an NVIDIA GPU)")
     args = parser.parse_args()
 
     from cudaperf_env.backends.cpu.backend import CpuBackend
@@ -78,13 +85,14 @@ def main() -> None:
     source = task.implementation(task.baseline).source
     build = CpuBackend().build(task, source)
     assert build.ok and build.library is not None, build.log
+    library = build.library
     config = min(task.configs, key=lambda c: sum(c.values()))
     job = Job(config, make_inputs(task, config, 0))
 
     def worker() -> None:
         folder = scratch_dir()
         try:
-            assert run_jobs(build.library, task, [job], folder, 10.0, uid=65534)[0].status == "ok"
+            assert run_jobs(library, task, [job], folder, 10.0, uid=65534)[0].status == "ok"
         finally:
             subprocess.run(["rm", "-rf", str(folder)], check=False)
 
@@ -100,19 +108,48 @@ def main() -> None:
         assert result.ok, result.output
         subprocess.run(["rm", "-rf", work], check=False)
 
+    true = "/bin/true" if os.path.exists("/bin/true") else "/usr/bin/true"
+    scratch = Path(tempfile.mkdtemp())
+    scratch.chmod(0o755)
+
+    def launcher() -> None:
+        argv = Confinement().wrap([true], cwd=scratch).argv
+        assert subprocess.run(argv, check=False).returncode == 0
+
     stamp = time.time_ns()
     counter = iter(range(10**6))
 
     def step(code: str) -> None:
         assert str(env.step(f"```cuda\n{code}```")[4]["status"]) == "ok"
 
+    gpu_measure = {}
+    if args.gpu:
+        from cudaperf_env.backends.cuda.backend import CudaBackend
+
+        gpu = CudaBackend(measures_time=False)
+        gpu_build = gpu.build(task, source)
+        assert gpu_build.ok and gpu_build.library is not None, gpu_build.log
+        gpu_library = gpu_build.library
+
+        def gpu_worker() -> None:
+            folder = scratch_dir()
+            try:
+                with gpu.start_worker(folder) as proc:
+                    assert run_jobs(gpu_library, task, [job], folder, 60.0, worker=proc)[0].status == "ok"
+            finally:
+                subprocess.run(["rm", "-rf", str(folder)], check=False)
+
+        gpu_measure["gpu_worker"] = summary(measure(gpu_worker, args.rounds))
+
     step(source)  # expected outputs and the prebuilt runtime, once
     measures = {
+        "launcher": summary(measure(launcher, 5 * args.rounds)),
         "worker": summary(measure(worker, args.rounds)),
         "compiler": summary(measure(compiler, args.rounds)),
         "step_cached": summary(measure(lambda: step(source), args.rounds)),
         "step_new": summary(measure(lambda: step(f"// variant {stamp}-{next(counter)}\n{source}"),
                                     max(3, args.rounds // 2))),  # fmt: skip
+        **gpu_measure,
     }
     result = {
         "benchmark": "confinement (cpu backend): added milliseconds per step",
@@ -123,6 +160,10 @@ def main() -> None:
         "task": "c2cuda/saxpy_f32",
         "goal_added_ms_per_step": GOAL_MS,
         "measures": measures,
+        "added_ms_per_step_from_launcher": {
+            "new_source (3 confined processes)": round(3 * measures["launcher"]["added_ms"], 2),
+            "cached_source (1 confined process)": round(measures["launcher"]["added_ms"], 2),
+        },
     }
     print(json.dumps(result, indent=2) if args.json else _table(measures))
 

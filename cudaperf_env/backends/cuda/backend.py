@@ -18,6 +18,7 @@ import numpy as np
 
 from cudaperf_env.backends.base import Build, Capabilities, Worker
 from cudaperf_env.backends.buffers import BufferFile, poison_value
+from cudaperf_env.backends.cuda import imports
 from cudaperf_env.backends.cuda.budget import (
     CallLimits,
     decided_slow,
@@ -40,6 +41,7 @@ from cudaperf_env.backends.execute import CallResult, Job, call_once, io_dir, ru
 from cudaperf_env.backends.harness import units, wrap
 from cudaperf_env.backends.sandbox import Crash, WorkerProcess
 from cudaperf_env.errors import BackendUnavailableError
+from cudaperf_env.source.screen import Finding
 from cudaperf_env.tasks.inputs import make_inputs
 from cudaperf_env.tasks.schema import Config, Task
 from cudaperf_env.toolchain import tools
@@ -135,8 +137,11 @@ class CudaBackend:
         return Capabilities(timer=self if self.measures_time else None, sanitizer=self if self.sanitizers else None)
 
     def build(self, task: Task, code: str, cancel: threading.Event | None = None) -> Build:
-        result = build_library(tools.nvcc(), nvcc_flags(self.arch), units(task, code, "cuda"), ".cu",
-                               timeout_s=self.build_timeout_s, cancel=cancel, confine=Confinement())  # fmt: skip
+        flags = nvcc_flags(self.arch)
+        result = build_library(tools.nvcc(), flags, units(task, code, "cuda"), ".cu", timeout_s=self.build_timeout_s,
+                               cancel=cancel, confine=Confinement(), check=imports.checker(tuple(flags)))  # fmt: skip
+        if result.refused:  # the symbol check: calls into the system the screen did not see
+            return Build(False, log=result.log, unsupported=(Finding(0, "symbols", result.refused),))
         return Build(result.ok, result.library, result.log, (), result.seconds, result.cached)
 
     def start_worker(self, workdir: Path, wrapper: Sequence[str] = ()) -> WorkerProcess:
