@@ -144,7 +144,8 @@ def toolchain_paths() -> tuple[str, ...]:
 
         paths += [os.path.realpath(p) for p in nvidia.__path__]
     paths.append(str(Path(__file__).parents[1] / "backends" / "cpu" / "include"))
-    return tuple(dict.fromkeys(p for p in paths if p and p != "/"))
+    unique = list(dict.fromkeys(os.path.normpath(p) for p in paths if p and p != "/"))
+    return tuple(p for p in unique if not any(p.startswith(q + "/") for q in unique if q != p))  # one bind each
 
 
 @lru_cache(maxsize=1)
