@@ -88,25 +88,30 @@ def _call_each(
 def call_once(
     proc: WorkerProcess, task: Task, job: Job, path: Path, timeout_s: float, lib: str = "candidate"
 ) -> CallResult:
-    """One call of the loaded library ``lib`` on ``job``'s inputs, in a fresh buffer file."""
+    """One call of the loaded library ``lib`` on ``job``'s inputs, in a fresh buffer file.
+
+    Its ``stdout`` is what this call printed alone (so the feedback can leave out what the
+    hidden configurations printed, their sizes among it).
+    """
+    start = proc.stdout_size()
     buffers = BufferFile(path, task, job.config, job.inputs)
     try:
         call = {"op": "call", "lib": lib, "file": str(buffers.path), "size": buffers.size,
                 "guards": list(buffers.guards), "args": buffers.request_args(task, job.config)}  # fmt: skip
         reply = proc.request(call, timeout_s)
         if isinstance(reply, Crash) or not reply.get("ok"):
-            return _failure(reply, proc)
+            return _failure(reply, proc, start)
         checked = call_reply(reply, len(task.args))
         if isinstance(checked, str):
             proc.kill()
-            return CallResult("runtime_error", checked, "protocol", stdout=proc.stdout_text())
+            return CallResult("runtime_error", checked, "protocol", stdout=proc.stdout_text(start=start))
         code, error, seconds, overrun_args = checked
         try:
             buffers.read_back()
         except BufferResized as exc:
             proc.kill()
             return CallResult("runtime_error", f"{exc}: a submission may not touch the harness's files", "protocol",
-                              stdout=proc.stdout_text())  # fmt: skip
+                              stdout=proc.stdout_text(start=start))  # fmt: skip
         device_overruns = [task.args[i].name for i in overrun_args]
         return CallResult(
             status="ok" if code == 0 else "runtime_error",
@@ -114,7 +119,7 @@ def call_once(
             buffers=buffers.snapshot(),
             overruns=tuple(dict.fromkeys(buffers.overruns() + device_overruns)),
             seconds=seconds,
-            stdout=proc.stdout_text(),
+            stdout=proc.stdout_text(start=start),
         )
     finally:
         buffers.close()
@@ -134,8 +139,8 @@ def call_reply(reply: dict, n_args: int) -> tuple[int, str, float, list[int]] | 
     return code, error[:2000], float(seconds), overruns
 
 
-def _failure(reply: dict | Crash, proc: WorkerProcess) -> CallResult:
-    stdout = proc.stdout_text()
+def _failure(reply: dict | Crash, proc: WorkerProcess, start: int = 0) -> CallResult:
+    stdout = proc.stdout_text(start=start)
     if isinstance(reply, Crash):
         status = "timeout" if reply.kind == "timeout" else "runtime_error"
         message = reply.message

@@ -177,10 +177,17 @@ class WorkerProcess:
                     return self._crash()
                 self._pending += chunk
 
-    def stdout_text(self, max_chars: int = 2000) -> str:
-        """What the submission printed (device or host printf), sanitized and truncated."""
-        data = _read_head(self._stdout, 4 * max_chars)
+    def stdout_text(self, max_chars: int = 2000, start: int = 0) -> str:
+        """What the submission printed (device or host printf) from byte ``start`` on, sanitized and truncated."""
+        data = _read_at(self._stdout, 4 * max_chars, start)
         return truncate(sanitize(data.decode("utf-8", "replace")), max_chars, max_lines=40)
+
+    def stdout_size(self) -> int:
+        """Bytes printed so far (a call's own output starts here)."""
+        try:
+            return os.fstat(self._stdout.fileno()).st_size
+        except (OSError, ValueError):
+            return 0
 
     def finish(self, timeout_s: float) -> None:
         """Let the worker exit on its own (end of input), so wrappers such as a sanitizer write their
@@ -232,10 +239,10 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-def _read_head(stream: Any, limit: int) -> bytes:
-    """The first ``limit`` bytes of the file open as ``stream`` (b"" if it is gone or closed)."""
+def _read_at(stream: Any, limit: int, start: int = 0) -> bytes:
+    """Up to ``limit`` bytes from ``start`` of the file open as ``stream`` (b"" if it is gone or closed)."""
     try:
-        return os.pread(stream.fileno(), limit, 0)
+        return os.pread(stream.fileno(), limit, start)
     except (OSError, ValueError):
         return b""
 

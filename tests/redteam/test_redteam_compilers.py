@@ -105,3 +105,22 @@ def test_the_cache_evicts_least_recently_used_entries_down_to_its_bound(tmp_path
     assert freed == 3000 and sorted(p.name for p in tmp_path.iterdir()) == ["3.so", "4.so"]
     assert evict(tmp_path, limit=0, min_age_s=600) == 1000  # an entry in use stays whatever the bound
     assert [p.name for p in Path(tmp_path).iterdir()] == ["4.so"]
+
+
+def test_nothing_is_cached_for_code_nvcc_refuses(tmp_path):
+    """The backend's build runs beside the nvcc check; when nvcc refuses the code, what it built is dropped
+    (a cache hit stays: it was made for another evaluation)."""
+    from concurrent.futures import Future
+    from types import SimpleNamespace
+
+    from cudaperf_env.backends.base import Build
+    from cudaperf_env.evaluate import _discard_build
+
+    for cached in (False, True):
+        library = tmp_path / f"lib-{cached}.so"
+        library.write_bytes(b"ELF")
+        done: Future = Future()
+        done.set_result(Build(True, library, cached=cached))
+        ctx = SimpleNamespace(cancel=__import__("threading").Event(), pending={"build": done})
+        _discard_build(ctx)  # type: ignore[arg-type]
+        assert ctx.cancel.is_set() and library.exists() == cached

@@ -74,3 +74,11 @@ def test_hostile_group_mates_cannot_hurt_honest_ones(unscreened):
     assert statuses[1] == "runtime_error" and not results[1].correct, results[1].message
     assert all(s in STATUSES for s in statuses)
     assert confined_processes() == []  # the spinning thread ended with its evaluation
+
+
+def test_printing_does_not_reveal_the_hidden_sizes(unscreened):
+    e = unscreened.evaluate(SAXPY, "#include <cstdio>\n" + entry('  printf("size=%d;", n);'), seed=1)
+    assert e.status == "ok"
+    shown = {f"size={c['N']};" for c in SAXPY.configs}
+    hidden = {f"size={c['N']};" for c in SAXPY.hidden_configs}
+    assert any(s in e.stdout for s in shown) and not any(s in e.stdout for s in hidden), e.stdout
