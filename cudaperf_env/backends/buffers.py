@@ -141,9 +141,18 @@ class BufferFile:
         return args
 
     def close(self) -> None:
-        with contextlib.suppress(OSError):
-            os.close(self._fd)
+        """Close the parent's descriptor and remove the file."""
+        self._close_fd()
         self.path.unlink(missing_ok=True)
+
+    def _close_fd(self) -> None:
+        fd, self._fd = getattr(self, "_fd", -1), -1
+        if fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def __del__(self) -> None:  # a dropped BufferFile keeps its file (GPU input sets) but not its descriptor
+        self._close_fd()
 
 
 def _pwrite_all(fd: int, data: np.ndarray) -> None:

@@ -2,15 +2,20 @@
 temporary files and cache growth. The compilers run confined (``toolchain/confine.py``)."""
 
 import os
+import threading
 import time
+from concurrent.futures import Future
 from pathlib import Path
+from types import SimpleNamespace
 
 from hostile import needs_namespaces
 
+from cudaperf_env.backends.base import Build
 from cudaperf_env.backends.cpu.backend import CpuBackend
 from cudaperf_env.backends.cpu.compiler import build_cpu
 from cudaperf_env.backends.cpu.prepass import prepass
 from cudaperf_env.backends.harness import wrap
+from cudaperf_env.evaluate import _discard_build
 from cudaperf_env.tasks import load_tasks
 from cudaperf_env.toolchain.cache import cache_dir, evict
 from cudaperf_env.toolchain.compile_check import compile_check
@@ -110,17 +115,11 @@ def test_the_cache_evicts_least_recently_used_entries_down_to_its_bound(tmp_path
 def test_nothing_is_cached_for_code_nvcc_refuses(tmp_path):
     """The backend's build runs beside the nvcc check; when nvcc refuses the code, what it built is dropped
     (a cache hit stays: it was made for another evaluation)."""
-    from concurrent.futures import Future
-    from types import SimpleNamespace
-
-    from cudaperf_env.backends.base import Build
-    from cudaperf_env.evaluate import _discard_build
-
     for cached in (False, True):
         library = tmp_path / f"lib-{cached}.so"
         library.write_bytes(b"ELF")
         done: Future = Future()
         done.set_result(Build(True, library, cached=cached))
-        ctx = SimpleNamespace(cancel=__import__("threading").Event(), pending={"build": done})
+        ctx = SimpleNamespace(cancel=threading.Event(), pending={"build": done})
         _discard_build(ctx)  # type: ignore[arg-type]
         assert ctx.cancel.is_set() and library.exists() == cached

@@ -3,6 +3,9 @@
 Marked ``gpu``: run on the GPU machine with ``pytest -m gpu tests/redteam``.
 """
 
+import os
+import subprocess
+
 import pytest
 from hostile import confined_processes, needs_namespaces
 
@@ -54,10 +57,24 @@ def test_a_gpu_submission_cannot_read_root_only_files_or_the_network(unscreened,
             '  FILE* g = fopen("/dev/shm/cudaperf-gpu-leak", "w"); if (g) fputs("x", g);')  # fmt: skip
     e = unscreened.evaluate(SAXPY, entry(body), seed=1)
     assert marker not in e.stdout and marker not in e.message
-    assert not __import__("os").path.exists("/dev/shm/cudaperf-gpu-leak")
+    assert not os.path.exists("/dev/shm/cudaperf-gpu-leak")
 
 
 def test_forged_gpu_replies_are_a_runtime_error(unscreened):
     body = '  for (int fd = 3; fd < 64; ++fd) write(fd, "CPF1\\xff\\xff\\xff\\x7f{}", 10);'
     e = unscreened.evaluate(SAXPY, entry(body), seed=1)
     assert e.status == "runtime_error" and not e.correct
+
+
+def test_a_gpu_soak_leaves_no_process_and_no_gpu_memory(unscreened):
+    """Twenty hostile GPU steps in a row: afterwards no confined process and no compute context of ours."""
+    attacks = [entry(), entry("  for (int fd = 3; fd < 64; ++fd) write(fd, \"junk\", 4);"),
+               entry("  k<<<1, 1>>>(n, a, x, (float*)0x10);"), entry("  if (fork() == 0) { setsid(); for (;;) {} }")]
+    for step in range(20):
+        e = unscreened.evaluate(SAXPY, attacks[step % len(attacks)], seed=step)
+        assert str(e.status) in ("ok", "runtime_error", "timeout", "wrong_answer", "rejected"), e.message
+    assert confined_processes() == []
+    apps = subprocess.run(["nvidia-smi", "--query-compute-apps=pid", "--format=csv,noheader"], capture_output=True,
+                          text=True, check=False).stdout.split()  # fmt: skip
+    assert not [pid for pid in apps if pid.isdigit() and os.path.exists(f"/proc/{pid}")
+                and os.stat(f"/proc/{pid}").st_uid >= UID_RANGE[0]]  # fmt: skip

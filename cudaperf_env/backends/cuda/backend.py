@@ -144,11 +144,11 @@ class CudaBackend:
             return Build(False, log=result.log, unsupported=(Finding(0, "symbols", result.refused),))
         return Build(result.ok, result.library, result.log, (), result.seconds, result.cached)
 
-    def start_worker(self, workdir: Path, wrapper: Sequence[str] = ()) -> WorkerProcess:
-        # Confined like the CPU worker, with the GPU's device nodes and /sys bound in; the build
-        # cache (harness, candidate and baseline libraries) and the timing inputs visible read-only.
+    def start_worker(self, workdir: Path, wrapper: Sequence[str] = (), visible: Sequence[Path] = ()) -> WorkerProcess:
+        """A GPU worker, confined like the CPU worker with the GPU's device nodes and /sys bound in; the
+        build cache (harness, candidate and baseline libraries), the timing inputs and ``visible`` read-only."""
         worker = WorkerProcess(workdir, script=HERE / "gpu_worker.py", wrapper=wrapper, confinement=gpu_confinement(),
-                               visible=[cache_dir(), self.perf_inputs.folder])  # fmt: skip
+                               visible=[cache_dir(), self.perf_inputs.folder, *visible])  # fmt: skip
         canary = 0 if wrapper else 4096  # a sanitizer wants exact allocations to see every out-of-bounds access
         worker.send({"op": "init", "harness": str(harness_library(self.arch)), "device": self.device,
                      "canary_bytes": canary})  # fmt: skip
