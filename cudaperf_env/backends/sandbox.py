@@ -25,13 +25,15 @@ from typing import Any
 
 from cudaperf_env.backends.base import Crash
 from cudaperf_env.text import sanitize, truncate
-from cudaperf_env.toolchain.confine import Confinement, chown_for, namespace_init
+from cudaperf_env.toolchain.confine import Confinement, Limits, chown_for, namespace_init
 
 WORKER_SCRIPT = Path(__file__).with_name("worker.py")
 # Exit codes of the CPU runtime's fatal errors (docs/cpu-backend.md).
 FATAL_KINDS = {70: "deadlock", 71: "illegal_address", 72: "arithmetic", 73: "device_assert",
                74: "abort", 75: "illegal_instruction"}  # fmt: skip
 _FATAL_LINE = re.compile(r"cudaperf-fatal: (\w+): (.*)")
+# A worker writes only its printed output (8 MiB at most); it runs ~10 wall-seconds per configuration.
+WORKER_LIMITS = Limits(file_bytes=8 << 20, cpu_seconds=900)
 FRAME_MAGIC = b"CPF1"
 MAX_FRAME_BYTES = 16 << 20
 _HEADER = len(FRAME_MAGIC) + 4
@@ -97,7 +99,7 @@ class WorkerProcess:
         self._stdout = open(workdir / "worker.stdout", "w+b")  # noqa: SIM115 - lives with the process
         self._stderr = open(workdir / "worker.stderr", "w+b")  # noqa: SIM115
         command = [*wrapper, sys.executable, "-I", "-S", str(script), str(write_fd)]  # wrapper: e.g. compute-sanitizer
-        confined = (confinement or Confinement()).wrap(
+        confined = (confinement or Confinement(limits=WORKER_LIMITS)).wrap(
             command, cwd=workdir, ro=[script, *visible], python_script=not wrapper
         )
         self.uid = confined.uid  # the worker's own user (None: the caller's)

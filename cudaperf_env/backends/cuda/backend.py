@@ -75,7 +75,7 @@ def gpu_confinement() -> Confinement:
     """The GPU worker's confinement: its device nodes, ``/sys``, and a memory limit on private data
     (a CUDA context reserves far more address space than it uses, so not on address space)."""
     devices = tuple(sorted(glob.glob("/dev/nvidia*")))
-    limits = Limits(memory_bytes=None, data_bytes=32 << 30, cpu_seconds=4 * 3600, open_files=1024)
+    limits = Limits(memory_bytes=None, data_bytes=32 << 30, cpu_seconds=4 * 3600, open_files=1024, file_bytes=64 << 20)
     return Confinement(limits=limits, devices=devices, sys=True)
 
 

@@ -1,6 +1,7 @@
 """The confinement launchers (C and its Python twin): what a confined process sees and how it ends."""
 
 import os
+import shutil
 import signal
 import subprocess
 from pathlib import Path
@@ -8,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from cudaperf_env.toolchain import confine
+from cudaperf_env.toolchain.cache import scratch_dir
 from cudaperf_env.toolchain.confine import Confinement, Limits
 
 needs_namespaces = pytest.mark.skipif(Confinement().mode() not in ("root", "user"), reason="no namespaces here")
@@ -67,3 +69,24 @@ def test_confinement_off_runs_the_command_as_is(tmp_path, monkeypatch):
 def test_limits_must_be_positive():
     with pytest.raises(ValueError, match="positive"):
         Limits(processes=0)
+
+
+def test_without_namespaces_it_falls_back_with_a_warning(monkeypatch):
+    monkeypatch.setattr(confine, "_try", lambda mode: False)
+    confine.probe_mode.cache_clear()
+    try:
+        with pytest.warns(confine.ConfinementWarning, match="namespaces are unavailable"):
+            assert confine.probe_mode() == "limits"
+    finally:
+        confine.probe_mode.cache_clear()
+
+
+def test_the_limits_fallback_still_drops_privileges_and_limits(launcher, monkeypatch):
+    monkeypatch.setattr(confine, "probe_mode", lambda: "limits")
+    folder = scratch_dir()  # on the host's file system now: a folder its user can reach
+    try:
+        done, wrapped = run(["/bin/sh", "-c", "id -u; grep 'Max processes' /proc/self/limits"], folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    assert done.returncode == 0 and done.stdout.split()[0] == str(wrapped.uid if os.geteuid() == 0 else os.getuid())
+    assert " 64 " in done.stdout
