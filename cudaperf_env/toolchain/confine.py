@@ -5,8 +5,9 @@
 network, IPC and UTS namespaces, a root holding only the toolchain and the paths
 given, private ``/tmp`` and ``/dev/shm``, rlimits, and an unprivileged user id of its
 own. Where the kernel refuses namespaces (no root and no unprivileged user
-namespaces, or a container without ``CAP_SYS_ADMIN``) it falls back to rlimits and
-the user change alone, with a :class:`ConfinementWarning` said once per process.
+namespaces, or a container without ``CAP_SYS_ADMIN``) it falls back to the rlimits
+alone (the CPU worker still drops to ``nobody`` itself), with a
+:class:`ConfinementWarning` said once per process.
 ``CUDAPERF_CONFINE=off`` turns confinement off (for measuring its cost; never for
 training on untrusted policies). docs/sandbox.md has the threat model.
 """
@@ -116,7 +117,11 @@ class Confinement:
         mode = self.mode()
         if mode == "off":
             return Confined(list(argv), None, mode)
-        uid = secrets.randbelow(UID_RANGE[1] - UID_RANGE[0]) + UID_RANGE[0] if os.geteuid() == 0 else None
+        # A user of its own where its root is private; without namespaces the caller's user stays (as
+        # root, the paths a build needs may lie under a home only root can enter): the CPU worker then
+        # drops to `nobody` itself before it loads the submission.
+        own = mode == "root" and os.geteuid() == 0
+        uid = secrets.randbelow(UID_RANGE[1] - UID_RANGE[0]) + UID_RANGE[0] if own else None
         spec = {
             "mode": mode, "uid": uid, "gid": uid, "cwd": str(cwd),
             "ro": [*toolchain_paths(), *map(str, ro)], "rw": [str(cwd), *map(str, rw)],
@@ -157,8 +162,8 @@ def probe_mode() -> str:
     warnings.warn(
         "cudaperf: kernel namespaces are unavailable here (need root, or unprivileged user namespaces: "
         "sysctl kernel.unprivileged_userns_clone=1; in a container, CAP_SYS_ADMIN or --privileged), so "
-        "compilers and workers run with rlimits and a user change only: a submission can read what the "
-        "process's user can read and reach the network. Set CUDAPERF_CONFINE=off to silence this knowingly.",
+        "compilers and workers run with rlimits only (the CPU worker as nobody): a submission can read "
+        "what that user can read and reach the network. Set CUDAPERF_CONFINE=off to silence this knowingly.",
         ConfinementWarning,
         stacklevel=2,
     )

@@ -81,12 +81,12 @@ def test_without_namespaces_it_falls_back_with_a_warning(monkeypatch):
         confine.probe_mode.cache_clear()
 
 
-def test_the_limits_fallback_still_drops_privileges_and_limits(launcher, monkeypatch):
+def test_the_limits_fallback_keeps_the_user_and_sets_the_limits(launcher, monkeypatch):
     monkeypatch.setattr(confine, "probe_mode", lambda: "limits")
     folder = scratch_dir()  # on the host's file system now: a folder its user can reach
     try:
         done, wrapped = run(["/bin/sh", "-c", "id -u; grep 'Max processes' /proc/self/limits"], folder)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    assert done.returncode == 0 and done.stdout.split()[0] == str(wrapped.uid if os.geteuid() == 0 else os.getuid())
+    assert wrapped.uid is None and done.returncode == 0 and done.stdout.split()[0] == str(os.getuid())
     assert " 64 " in done.stdout
