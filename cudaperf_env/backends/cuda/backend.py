@@ -28,6 +28,7 @@ from cudaperf_env.backends.cuda.budget import (
     wall_check_calls,
 )
 from cudaperf_env.backends.cuda.clocks import read_clocks
+from cudaperf_env.backends.cuda.replies import time_reply_problem, wall_check_problem
 from cudaperf_env.backends.cuda.sanitizer import sanitizer_command, sanitizer_verdict
 from cudaperf_env.backends.cuda.timing import (
     SpeedupEstimate,
@@ -276,7 +277,7 @@ class CudaBackend:
         """Card name, compute capability, driver (from the worker's init) and copy bandwidth, once."""
         if not self.facts and worker.early_replies:
             reply = worker.request({"op": "bandwidth", "bytes": 1 << 30}, self.timeout_s)
-            if not isinstance(reply, Crash) and reply.get("ok"):
+            if not isinstance(reply, Crash) and reply.get("ok") and isinstance(reply.get("copy_gbps"), (int, float)):
                 init = {k: v for k, v in worker.early_replies[0].items() if k != "ok"}
                 self.facts.update(init, copy_gbps=reply["copy_gbps"], arch=self.arch)
         return dict(self.facts)
@@ -309,6 +310,11 @@ class CudaBackend:
         if isinstance(reply, Crash) or not reply.get("ok"):
             return reply if isinstance(reply, Crash) else Crash("exit", str(reply.get("error")))
         answered = time.perf_counter()
+        malformed = time_reply_problem(reply, len(task.args))
+        if malformed:  # the submission forged or corrupted the reply
+            worker.kill()
+            return Crash("protocol", f"the worker sent a malformed timing reply ({malformed}): a submission may "
+                                     "not write to the harness's reply channel")  # fmt: skip
         mismatch = mismatch_message(task, reply["mismatches"].get("candidate", []))
         if reply["overruns"].get("candidate"):
             mismatch = mismatch or "wrote past the end of a buffer during timed calls"
@@ -337,7 +343,7 @@ class CudaBackend:
             reply = worker.request({"op": "wall_check", "lib": lib, "calls": calls or self.timing.wall_check_calls},
                                    self.timeout_s * 4)  # fmt: skip
             wall_ms = (time.perf_counter() - start) * 1e3
-            if isinstance(reply, Crash) or not reply.get("ok"):
+            if isinstance(reply, Crash) or not reply.get("ok") or wall_check_problem(reply):
                 return ["wall-clock check failed"]
             observed[lib] = (reply["events"], wall_ms)
         events_b, wall_b = observed["baseline"]
