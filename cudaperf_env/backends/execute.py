@@ -9,7 +9,7 @@ from pathlib import Path
 
 from cudaperf_env.backends.base import CallResult, Crash, Job
 from cudaperf_env.backends.buffers import BufferFile, BufferResized
-from cudaperf_env.backends.sandbox import FATAL_KINDS, WorkerProcess
+from cudaperf_env.backends.sandbox import FATAL_KINDS, UnsafeWorkdir, WorkerProcess
 from cudaperf_env.tasks.schema import Task
 
 
@@ -34,7 +34,10 @@ def run_jobs(
             user it drops to before loading the submission (e.g. 65534, nobody). A confined worker
             has a user of its own already.
     """
-    proc = worker or WorkerProcess(workdir)
+    try:
+        proc = worker or WorkerProcess(workdir)
+    except UnsafeWorkdir as exc:  # a link planted where the harness works: refuse, follow nothing
+        return [CallResult("runtime_error", f"the harness's folder was tampered with ({exc})", "protocol")]
     drop = uid if proc.uid is None else None
     owner = proc.uid if proc.uid is not None else uid
     if owner is not None and os.geteuid() == 0:

@@ -16,6 +16,7 @@ import os
 import re
 import select
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -94,10 +95,11 @@ class WorkerProcess:
         self.workdir = workdir
         self._unanswered = 0
         self.early_replies: list[dict[str, Any]] = []  # replies to send(), in order
+        check_workdir(workdir)
+        # Opened by the parent (never through a link) and read back through these descriptors only.
+        self._stdout = _open_own(workdir / "worker.stdout")
+        self._stderr = _open_own(workdir / "worker.stderr")
         read_fd, write_fd = os.pipe()
-        # Opened by the parent and read back through these descriptors only (w+b: pread).
-        self._stdout = open(workdir / "worker.stdout", "w+b")  # noqa: SIM115 - lives with the process
-        self._stderr = open(workdir / "worker.stderr", "w+b")  # noqa: SIM115
         command = [*wrapper, sys.executable, "-I", "-S", str(script), str(write_fd)]  # wrapper: e.g. compute-sanitizer
         confined = (confinement or Confinement(limits=WORKER_LIMITS)).wrap(
             command, cwd=workdir, ro=[script, *visible], python_script=not wrapper
@@ -232,6 +234,23 @@ class WorkerProcess:
             return Crash("signal", f"the process was killed by {name}", stderr)
         tail = stderr.strip().splitlines()[-1] if stderr.strip() else ""
         return Crash("exit", f"the process exited with status {code}" + (f": {tail}" if tail else ""), stderr)
+
+
+class UnsafeWorkdir(OSError):
+    """The worker's folder is a link or not a directory: an earlier submission's process planted it."""
+
+
+def check_workdir(workdir: Path) -> None:
+    """Raise :class:`UnsafeWorkdir` unless ``workdir`` is a real directory (not a link to one)."""
+    st = os.lstat(workdir)
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+        raise UnsafeWorkdir(f"{workdir} is not a plain directory")
+
+
+def _open_own(path: Path) -> Any:
+    """``path`` created (truncated) for reading and writing, refusing a link in its place."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    return os.fdopen(os.open(path, flags, 0o644), "w+b", buffering=0)
 
 
 def _signal_name(number: int) -> str:

@@ -242,4 +242,4 @@ def chown_for(uid: int | None, *paths: Path) -> None:
     if uid is None or os.geteuid() != 0:
         return
     for path in paths:
-        os.chown(path, uid, uid)
+        os.chown(path, uid, uid, follow_symlinks=False)  # a planted link is not followed

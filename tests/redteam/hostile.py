@@ -10,6 +10,7 @@ import os
 import secrets
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -37,16 +38,22 @@ needs_namespaces = pytest.mark.skipif(
 )
 
 
-def run_hostile(body: str, timeout_s: float = 5.0, configs=None, workdir: Path | None = None, prologue: str = ""):
-    """Build ``saxpy`` with ``body`` (C, gcc) and run it in a confined worker: (jobs, results, workdir)."""
+def build_hostile(body: str, prologue: str = "") -> Path:
+    """``saxpy`` with ``body`` as its C body, built with gcc (unconfined: the test's own code)."""
     code = HEADERS + prologue + "void saxpy(int n, float a, const float* x, float* y) {\n" + body + "\n}\n"
     build = build_library(tools.host_compiler("gcc"), ["-std=gnu11", "-O1", "-fPIC", "-shared"],
                           wrap(SAXPY, code, "c"), ".c")  # fmt: skip
-    assert build.ok, build.log
+    assert build.ok and build.library is not None, build.log
+    return build.library
+
+
+def run_hostile(body: str, timeout_s: float = 5.0, configs=None, workdir: Path | None = None, prologue: str = ""):
+    """Build ``saxpy`` with ``body`` (C, gcc) and run it in a confined worker: (jobs, results, workdir)."""
+    library = build_hostile(body, prologue)
     jobs = [Job(c, make_inputs(SAXPY, c, seed=7)) for c in (configs or SAXPY.configs[:1])]
     workdir = workdir or scratch_dir()
     try:
-        return jobs, run_jobs(build.library, SAXPY, jobs, workdir, timeout_s, uid=65534), workdir
+        return jobs, run_jobs(library, SAXPY, jobs, workdir, timeout_s, uid=65534), workdir
     finally:
         if workdir is not None:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -65,8 +72,18 @@ def secret() -> Iterator[tuple[Path, str]]:
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def confined_processes() -> list[int]:
-    """Host pids of live processes running as a confinement user id (none may outlive its evaluation)."""
+def confined_processes(wait_s: float = 3.0) -> list[int]:
+    """Host pids of live processes running as a confinement user id that are still there after ``wait_s``
+    (none may outlive its evaluation; the wait lets another test session's running workers finish)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        found = _confined_now()
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.1)
+
+
+def _confined_now() -> list[int]:
     found = []
     for status in Path("/proc").glob("[0-9]*/status"):
         try:
@@ -74,9 +91,25 @@ def confined_processes() -> list[int]:
         except OSError:
             continue
         uid = int(fields["Uid"].split()[0])
-        if UID_RANGE[0] <= uid < UID_RANGE[1] and not fields["State"].strip().startswith(("Z", "X")):
-            found.append(int(status.parent.name))
+        pid = int(status.parent.name)
+        live = not fields["State"].strip().startswith(("Z", "X"))
+        if UID_RANGE[0] <= uid < UID_RANGE[1] and live and not _under_another_session(pid):
+            found.append(pid)
     return found
+
+
+def _under_another_session(pid: int) -> bool:
+    """Whether ``pid`` descends from another live pytest process (a test session running beside this one)."""
+    for _ in range(64):
+        try:
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            if pid <= 1:
+                return False
+            if pid != os.getpid() and b"pytest" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                return True
+        except (OSError, ValueError, IndexError):
+            return False
+    return False
 
 
 def shm_entries() -> set[str]:

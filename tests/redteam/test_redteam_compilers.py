@@ -85,12 +85,15 @@ def test_a_compile_time_out_leaves_no_temporary_file(tmp_path, monkeypatch):
         "  for (int i = 0; i < N; ++i) y[i % 7] += __sinf(y[i % 5] * i);\n}\n"
         "template __global__ void unroll<4000000>(float*);\n"
     )
-    monkeypatch.setenv("TMPDIR", str(tmp_path))  # where nvcc put its intermediates before: none may stay
-    before = set(os.listdir(cache_dir("tmp")))
+    (tmp_path / "tmp").mkdir()
+    (tmp_path / "cache").mkdir(mode=0o755)
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))  # where nvcc put its intermediates before: none may stay
+    monkeypatch.setenv("CUDAPERF_CACHE_DIR", str(tmp_path / "cache"))  # a cache of its own: nothing else builds there
+    tmp_path.chmod(0o755)
     report = compile_check(bomb, timeout_s=1.5)
     assert report.timed_out
     time.sleep(0.2)
-    assert set(os.listdir(cache_dir("tmp"))) <= before and list(tmp_path.iterdir()) == []
+    assert os.listdir(cache_dir("tmp")) == [] and list((tmp_path / "tmp").iterdir()) == []
 
 
 def test_a_failed_build_is_not_cached():

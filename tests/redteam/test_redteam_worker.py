@@ -11,10 +11,12 @@ import threading
 from pathlib import Path
 
 import numpy as np
-from hostile import HONEST, SAXPY, confined_processes, needs_namespaces, run_hostile, shm_entries
+from hostile import HONEST, SAXPY, build_hostile, confined_processes, needs_namespaces, run_hostile, shm_entries
 
-from cudaperf_env.backends.execute import call_reply
+from cudaperf_env.backends.execute import Job, call_reply, run_jobs
 from cudaperf_env.backends.sandbox import frame, unframe
+from cudaperf_env.tasks.inputs import make_inputs
+from cudaperf_env.toolchain.cache import scratch_dir
 
 
 def test_garbage_on_every_descriptor_is_a_runtime_error_not_an_exception():
@@ -58,7 +60,8 @@ def test_truncating_the_buffer_file_cannot_crash_the_parent():
 
 
 def test_growing_the_buffer_file_is_refused_too():
-    body = 'int fd = open("io/buffers-0.bin", O_RDWR); if (fd >= 0) { ftruncate(fd, 1 << 24); close(fd); }\n' + HONEST
+    body = ('int fd = open("io/buffers-0.bin", O_RDWR); struct stat st;\n'  # a little: the file-size limit stops more
+            'if (fd >= 0 && fstat(fd, &st) == 0) { ftruncate(fd, st.st_size + 8192); close(fd); }\n' + HONEST)
     _, results, _ = run_hostile(body)
     assert results[0].status == "runtime_error" and "resized" in results[0].message
 
@@ -155,3 +158,16 @@ def test_the_parent_keeps_no_descriptor_of_a_finished_evaluation():
         run_hostile("close(3); close(4); " + HONEST)
     assert len(os.listdir("/proc/self/fd")) <= before
     assert np.isfinite(before)
+
+
+def test_a_folder_link_planted_for_a_later_run_is_refused_not_followed(tmp_path):
+    """A submission owns its scratch dir and may plant links for the harness's later runs there (a checker's,
+    a baseline's folder): the run is refused and nothing is created or given away at the link's target."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    work = scratch_dir()
+    (work / "later").symlink_to(victim)
+    job = Job(SAXPY.configs[0], make_inputs(SAXPY, SAXPY.configs[0], seed=1))
+    results = run_jobs(build_hostile(HONEST), SAXPY, [job], work / "later", 5.0)
+    assert results[0].status == "runtime_error" and "tampered" in results[0].message
+    assert list(victim.iterdir()) == [] and victim.stat().st_uid == os.geteuid()
