@@ -47,13 +47,13 @@ ALLOWED = frozenset(
         "__cxa_free_exception", "__cxa_pure_virtual", "__cxa_deleted_virtual", "__cxa_bad_cast",
         "__cxa_bad_typeid", "__cxa_get_exception_ptr", "__cxa_call_terminate", "__gxx_personality_v0",
         "_Unwind_Resume", "__tls_get_addr", "__dso_handle", "_ZSt9terminatev", "__cxa_finalize",
-        "_ITM_deregisterTMCloneTable", "_ITM_registerTMCloneTable", "__gmon_start__",
+        "_ITM_deregisterTMCloneTable", "_ITM_registerTMCloneTable", "__gmon_start__", "__dynamic_cast",
     }
 )  # fmt: skip
 # Mangled C++ names allowed by prefix: operator new/delete and the standard library (strings,
 # streams to stdout, containers, exceptions), except the parts that reach the system.
 ALLOWED_PREFIXES = ("_Znw", "_Zna", "_Zdl", "_Zda", "_ZNSt", "_ZNKSt", "_ZSt", "_ZNSo", "_ZNKSo", "_ZNSi",
-                    "_ZTV", "_ZTI", "_ZTS", "_ZNSs", "_ZNKSs", "_ZNSa")  # fmt: skip
+                    "_ZTV", "_ZTI", "_ZTS", "_ZNSs", "_ZNKSs", "_ZNSa", "__atomic_", "__sync_")  # fmt: skip
 REFUSED_PATTERN = re.compile(r"thread|filesystem|fstream|basic_filebuf|random_device|_ZNSt6chrono|system")
 _SHT_DYNSYM = 11
 
@@ -102,16 +102,22 @@ def _dynamic_symbols(data: bytes) -> list[tuple[str, bool]]:
         raise UnreadableLibrary(f"truncated or malformed ELF: {exc}") from None
 
 
+# Libraries whose every export is allowed: the math library and the compiler's own runtime
+# (libgcc's integer and float helpers such as __popcountdi2, libatomic's wide atomics).
+ALLOWED_LIBRARIES = ("libm.so.6", "libgcc_s.so.1", "libatomic.so.1")
+
+
 @lru_cache(maxsize=1)
 def math_library_exports() -> frozenset[str]:
-    """Every function the system's math library exports (all of them are allowed)."""
+    """Every function the math library and the compiler runtime libraries export (all allowed)."""
     names: set[str] = set()
-    for pattern in ("/lib/*/libm.so.6", "/usr/lib/*/libm.so.6", "/lib64/libm.so.6", "/usr/lib64/libm.so.6"):
-        for path in glob.glob(pattern):
-            try:
-                names |= defined_symbols(Path(path))
-            except (OSError, UnreadableLibrary):
-                continue
+    for library in ALLOWED_LIBRARIES:
+        for folder in ("/lib/*", "/usr/lib/*", "/lib64", "/usr/lib64", "/usr/lib/gcc/*/*"):
+            for path in glob.glob(f"{folder}/{library}"):
+                try:
+                    names |= defined_symbols(Path(path))
+                except (OSError, UnreadableLibrary):
+                    continue
     return frozenset(names)
 
 
