@@ -1,7 +1,7 @@
 """Soak: many hostile evaluations in a row leave nothing behind (processes, descriptors, files, shared memory).
 
 The short soak runs in CI; ``CUDAPERF_SOAK=1 pytest -m slow tests/redteam`` runs the long one
-(500 hostile steps, about 3 minutes here).
+(500 hostile steps, 1.5-2.5 minutes here).
 """
 
 import os
