@@ -178,9 +178,18 @@ def check_compiles(ctx: Context) -> Context | Evaluation:
     ctx.seconds["compile_check"] = report.seconds
     ctx.update(compile_log=report.log, kernels=report.kernels)
     if not report.ok:
+        _discard_build(ctx)
         return ctx.finish(Status.COMPILE_ERROR, f"nvcc {'timed out' if report.timed_out else 'failed'}")
     ctx.pending["structure"] = ctx.pool.submit(analyze, _code(ctx), report)  # overlaps the build and the run
     return ctx
+
+
+def _discard_build(ctx: Context) -> None:
+    """nvcc refused the code: stop the backend's build started beside it, and keep nothing of it in the cache."""
+    ctx.cancel.set()
+    built: Build = ctx.pending["build"].result()
+    if built.ok and not built.cached and built.library is not None:
+        built.library.unlink(missing_ok=True)
 
 
 def build(ctx: Context) -> Context | Evaluation:
@@ -234,8 +243,9 @@ def run_and_judge(ctx: Context) -> Context | Evaluation:
         checked = [by_index.get(i, (False, "")) for i in range(len(runs))]
         ctx.seconds["checker"] = time.perf_counter() - started - ctx.seconds["run"]
     ctx.outcomes = judge(ctx.task, ctx.jobs, runs, want, checked)
+    # what the shown configurations printed: the hidden ones' output would reveal their sizes
     ctx.update(compiled=True, configs=tuple(ctx.outcomes),
-               stdout=next((r.stdout for r in reversed(runs) if r.stdout), ""))  # fmt: skip
+               stdout=next((r.stdout for r in reversed(runs[: len(ctx.task.configs)]) if r.stdout), ""))  # fmt: skip
     failed = next((o for o in ctx.outcomes if o.status != Status.OK), None)
     if failed is not None:
         return ctx.finish(failed.status, failed.message)

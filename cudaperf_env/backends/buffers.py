@@ -8,12 +8,18 @@ Every buffer starts page-aligned (so cudaMalloc-like alignment for vector loads)
 right after a guard page, so a write before its start faults; the bytes from its
 end to the next guard page are a canary the parent checks, so an off-by-one
 write past the end fails the step even when it does not fault.
+
+The parent never maps the file: it writes the inputs with ``pwrite`` and reads the
+results back with ``pread`` into its own memory (:meth:`BufferFile.read_back`), so a
+worker that truncates or grows the file gets a clear verdict instead of killing the
+parent with SIGBUS. The file is created exclusively, never through a link.
 """
 
 from __future__ import annotations
 
 import contextlib
 import mmap
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,27 +72,48 @@ def poison_value(arg: Arg) -> np.ndarray:
     return np.frombuffer(bytes([INT_POISON_BYTE]) * arg.dtype.itemsize, dtype=arg.dtype.numpy)
 
 
+class BufferResized(Exception):
+    """The worker changed the buffer file's size: its contents cannot be trusted."""
+
+
 class BufferFile:
-    """The shared file holding one call's buffers, owned by the trusted parent."""
+    """The shared file holding one call's buffers, owned by the trusted parent.
+
+    The parent's copy of the contents lives in its own memory: written to the file when
+    made, refreshed from it by :meth:`read_back` after the call.
+    """
 
     def __init__(self, path: Path, task: Task, config: Config, inputs: Mapping[str, np.ndarray]) -> None:
         self.path = path
         self.scalars = scalar_values(task, config, inputs)  # drawn per episode where the task says so
         self.slots, self.guards, self.size = layout(task, config)
-        with open(path, "wb") as f:
-            f.truncate(self.size)
-        path.chmod(0o666)  # the worker may run as another (unprivileged) user
-        with open(path, "r+b") as f:
-            self._mem = mmap.mmap(f.fileno(), self.size)
-        self._view = np.frombuffer(self._mem, dtype=np.uint8)
+        self._view = np.zeros(self.size, dtype=np.uint8)
         for slot in self.slots:
             end = slot.offset + slot.nbytes
             self._view[end : slot.canary_end] = _canary(end, slot.canary_end)
             region = self.array(slot)
             region[:] = inputs[slot.arg.name] if slot.arg.role in ("in", "inout") else poison_value(slot.arg)
+        flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        self._fd = os.open(path, flags, 0o600)
+        os.fchmod(self._fd, 0o666)  # the worker may run as another (unprivileged) user
+        os.ftruncate(self._fd, self.size)
+        _pwrite_all(self._fd, self._view)
+
+    def read_back(self) -> None:
+        """Refresh the parent's copy from the file after a call.
+
+        Raises:
+            BufferResized: The file no longer has its size (the worker truncated or grew it).
+        """
+        if os.fstat(self._fd).st_size != self.size:
+            raise BufferResized(f"the buffer file was resized to {os.fstat(self._fd).st_size} bytes")
+        data = bytearray(self.size)
+        if _pread_into(self._fd, data) != self.size:
+            raise BufferResized("the buffer file shrank while it was read")
+        self._view = np.frombuffer(data, dtype=np.uint8)
 
     def array(self, slot: Slot) -> np.ndarray:
-        """A live view of ``slot``'s elements."""
+        """A view of ``slot``'s elements in the parent's copy."""
         raw = self._view[slot.offset : slot.offset + slot.nbytes]
         return raw.view(slot.arg.dtype.numpy)
 
@@ -116,10 +143,35 @@ class BufferFile:
         return args
 
     def close(self) -> None:
-        del self._view
-        with contextlib.suppress(BufferError):  # a caller still holds a view; the GC unmaps it later
-            self._mem.close()
+        """Close the parent's descriptor and remove the file."""
+        self._close_fd()
         self.path.unlink(missing_ok=True)
+
+    def _close_fd(self) -> None:
+        fd, self._fd = getattr(self, "_fd", -1), -1
+        if fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def __del__(self) -> None:  # a dropped BufferFile keeps its file (GPU input sets) but not its descriptor
+        self._close_fd()
+
+
+def _pwrite_all(fd: int, data: np.ndarray) -> None:
+    view, offset = memoryview(data.data).cast("B"), 0
+    while offset < len(view):
+        offset += os.pwrite(fd, view[offset : offset + (256 << 20)], offset)
+
+
+def _pread_into(fd: int, data: bytearray) -> int:
+    """Fill ``data`` from the file's start; the bytes read (fewer when the file is shorter)."""
+    view, offset = memoryview(data), 0
+    while offset < len(view):
+        got = os.preadv(fd, [view[offset : offset + (256 << 20)]], offset)
+        if got <= 0:
+            break
+        offset += got
+    return offset
 
 
 def _canary(start: int, end: int) -> np.ndarray:

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from cudaperf_env.backends.base import CallResult, Crash, Job
-from cudaperf_env.backends.buffers import BufferFile
-from cudaperf_env.backends.sandbox import FATAL_KINDS, WorkerProcess
+from cudaperf_env.backends.buffers import BufferFile, BufferResized
+from cudaperf_env.backends.sandbox import FATAL_KINDS, UnsafeWorkdir, WorkerProcess
 from cudaperf_env.tasks.schema import Task
 
 
@@ -30,15 +30,22 @@ def run_jobs(
     Args:
         worker: An already started worker to use (pre-warmed while compiling); a fresh
             one otherwise (then killed at the end; a given worker is the caller's to kill).
-        uid: When running as root, the user the submission runs as (e.g. 65534, nobody): it
-            then cannot write outside ``workdir``. The library and buffers are made readable to it.
+        uid: Where the worker is not confined (``CUDAPERF_CONFINE=off``) and runs as root, the
+            user it drops to before loading the submission (e.g. 65534, nobody). A confined worker
+            has a user of its own already.
     """
-    if uid is not None and os.geteuid() == 0:
-        library = _share_with(uid, library, workdir)
-    proc = worker or WorkerProcess(workdir)
+    try:
+        proc = worker or WorkerProcess(workdir)
+    except UnsafeWorkdir as exc:  # a link planted where the harness works: refuse, follow nothing
+        return [CallResult("runtime_error", f"the harness's folder was tampered with ({exc})", "protocol")]
+    drop = uid if proc.uid is None else None
+    owner = proc.uid if proc.uid is not None else uid
+    if owner is not None and os.geteuid() == 0:
+        library = _share_with(owner, library, workdir)
+    io_dir(workdir)
     try:
         load = {"op": "load", "lib": str(library), "name": "candidate", "threads": threads,
-                "deterministic": deterministic, "memory_bytes": memory_bytes, "uid": uid}  # fmt: skip
+                "deterministic": deterministic, "memory_bytes": memory_bytes, "uid": drop}  # fmt: skip
         reply = proc.request(load, timeout_s)
         if isinstance(reply, Crash) or not reply.get("ok"):
             return [_failure(reply, proc)]
@@ -49,12 +56,24 @@ def run_jobs(
 
 
 def _share_with(uid: int, library: Path, workdir: Path) -> Path:
-    """Copy the library into ``workdir`` and open both to ``uid`` (buffer files follow the dir's mode)."""
-    shared = workdir / "submission.so"
-    shutil.copyfile(library, shared)
+    """Copy the library into a parent-owned folder of ``workdir`` and open ``workdir`` to ``uid``."""
+    shared = io_dir(workdir) / "submission.so"
+    shared.unlink(missing_ok=True)
+    shutil.copyfile(library, shared, follow_symlinks=False)
     shared.chmod(0o755)
     os.chown(workdir, uid, -1)  # the worker may create its scratch files here, nowhere else
     return shared
+
+
+def io_dir(workdir: Path) -> Path:
+    """``workdir/io``: the parent's folder for buffer files and libraries, which the worker can read
+    but not change (no links planted where the parent writes as root). Made before the submission runs."""
+    folder = workdir / "io"
+    if not folder.is_dir() or folder.is_symlink() or folder.stat().st_uid != os.geteuid():
+        if folder.is_symlink() or folder.exists():
+            folder.rename(workdir / f".stale-{os.urandom(4).hex()}")  # planted by the worker: set aside
+        folder.mkdir(mode=0o755)
+    return folder
 
 
 def _call_each(
@@ -62,7 +81,7 @@ def _call_each(
 ) -> list[CallResult]:
     results: list[CallResult] = []
     for index, job in enumerate(jobs):
-        result = call_once(proc, task, job, workdir / f"buffers-{index}.bin", timeout_s)
+        result = call_once(proc, task, job, io_dir(workdir) / f"buffers-{index}.bin", timeout_s)
         results.append(result)
         if result.status != "ok":
             break
@@ -72,34 +91,63 @@ def _call_each(
 def call_once(
     proc: WorkerProcess, task: Task, job: Job, path: Path, timeout_s: float, lib: str = "candidate"
 ) -> CallResult:
-    """One call of the loaded library ``lib`` on ``job``'s inputs, in a fresh buffer file."""
+    """One call of the loaded library ``lib`` on ``job``'s inputs, in a fresh buffer file.
+
+    Its ``stdout`` is what this call printed alone (so the feedback can leave out what the
+    hidden configurations printed, their sizes among it).
+    """
+    start = proc.stdout_size()
     buffers = BufferFile(path, task, job.config, job.inputs)
     try:
         call = {"op": "call", "lib": lib, "file": str(buffers.path), "size": buffers.size,
                 "guards": list(buffers.guards), "args": buffers.request_args(task, job.config)}  # fmt: skip
         reply = proc.request(call, timeout_s)
         if isinstance(reply, Crash) or not reply.get("ok"):
-            return _failure(reply, proc)
-        device_overruns = [task.args[i].name for i in reply.get("overrun_args", [])]
-        ok = reply["code"] == 0
+            return _failure(reply, proc, start)
+        checked = call_reply(reply, len(task.args))
+        if isinstance(checked, str):
+            proc.kill()
+            return CallResult("runtime_error", checked, "protocol", stdout=proc.stdout_text(start=start))
+        code, error, seconds, overrun_args = checked
+        try:
+            buffers.read_back()
+        except BufferResized as exc:
+            proc.kill()
+            return CallResult("runtime_error", f"{exc}: a submission may not touch the harness's files", "protocol",
+                              stdout=proc.stdout_text(start=start))  # fmt: skip
+        device_overruns = [task.args[i].name for i in overrun_args]
         return CallResult(
-            status="ok" if ok else "runtime_error",
-            message="" if ok else f"CUDA error {reply['error']}",
+            status="ok" if code == 0 else "runtime_error",
+            message="" if code == 0 else f"CUDA error {error}",
             buffers=buffers.snapshot(),
             overruns=tuple(dict.fromkeys(buffers.overruns() + device_overruns)),
-            seconds=float(reply["seconds"]),
-            stdout=proc.stdout_text(),
+            seconds=seconds,
+            stdout=proc.stdout_text(start=start),
         )
     finally:
         buffers.close()
 
 
-def _failure(reply: dict | Crash, proc: WorkerProcess) -> CallResult:
-    stdout = proc.stdout_text()
+def call_reply(reply: dict, n_args: int) -> tuple[int, str, float, list[int]] | str:
+    """A ``call`` reply's fields, type-checked (pure): ``(code, error, seconds, overrun_args)``, or
+    why the reply is malformed (then the worker is not to be believed: a ``runtime_error``)."""
+    code, error, seconds = reply.get("code"), reply.get("error", ""), reply.get("seconds", 0.0)
+    overruns = reply.get("overrun_args", [])
+    if not isinstance(code, int) or isinstance(code, bool) or not isinstance(error, str):
+        return "the worker sent a malformed reply (code/error): a submission may not forge the harness's replies"
+    if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or not seconds >= 0:
+        return "the worker sent a malformed reply (seconds): a submission may not forge the harness's replies"
+    if not isinstance(overruns, list) or not all(isinstance(i, int) and 0 <= i < n_args for i in overruns):
+        return "the worker sent a malformed reply (overrun_args): a submission may not forge the harness's replies"
+    return code, error[:2000], float(seconds), overruns
+
+
+def _failure(reply: dict | Crash, proc: WorkerProcess, start: int = 0) -> CallResult:
+    stdout = proc.stdout_text(start=start)
     if isinstance(reply, Crash):
         status = "timeout" if reply.kind == "timeout" else "runtime_error"
         message = reply.message
         if reply.kind in FATAL_KINDS.values():
             message = f"{reply.kind.replace('_', ' ')}: {message}"
         return CallResult(status, message, reply.kind, stdout=stdout)
-    return CallResult("runtime_error", str(reply.get("error", "unknown worker error")), "load", stdout=stdout)
+    return CallResult("runtime_error", str(reply.get("error", "unknown worker error"))[:2000], "load", stdout=stdout)

@@ -1,8 +1,11 @@
 """Generated glue around a submission: the entry's declaration and the call shim.
 
 The declaration is prepended to the user's code, so a wrong signature is a
-compile error that says so and a forgotten ``extern "C"`` still links. The shim
-is appended; the worker calls it with an array of argument pointers.
+compile error that says so and a forgotten ``extern "C"`` still links. The worker
+calls the shim with an array of argument pointers. Builds that run put the shim in
+a translation unit of its own (:func:`units`), so no macro or declaration of the
+submission can rewrite it; the compile check, which runs nothing, reads the single
+unit :func:`wrap` makes.
 """
 
 from __future__ import annotations
@@ -61,3 +64,10 @@ def wrap(task: Task, user_code: str, language: str = "cuda", filename: str = "su
         + ("" if user_code.endswith("\n") else "\n")
         + call_shim(task, language)
     )
+
+
+def units(task: Task, user_code: str, language: str = "cuda", filename: str = "submission.cu") -> tuple[str, str]:
+    """``(submission unit, harness unit)``: declaration + user code, and declaration + shim, apart."""
+    submission = entry_declaration(task, language) + f'#line 1 "{filename}"\n' + user_code
+    harness = entry_declaration(task, language) + call_shim(task, language)
+    return submission + ("" if submission.endswith("\n") else "\n"), harness

@@ -2,7 +2,9 @@
 
 Run as ``python -I -S worker.py REPLY_FD`` so it imports nothing but the standard
 library and holds nothing of the parent's memory (no expected outputs, no
-reference). Requests arrive as JSON lines on stdin; replies go to REPLY_FD.
+reference). Requests arrive as JSON lines on stdin; replies go to REPLY_FD as frames
+(``CPF1``, little-endian u32 length, JSON object: ``sandbox.frame``), which the
+parent checks as hostile bytes.
 
 Requests:
     {"op": "load", "lib": PATH, "threads": N, "deterministic": BOOL, "memory_bytes": N}
@@ -30,8 +32,21 @@ _CTYPES: dict[str, type[ctypes._SimpleCData]] = {
 _PROT_NONE = 0
 
 
+class Replies:
+    """The reply channel: one framed JSON object per reply, written whole."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def write(self, message: dict) -> None:
+        body = json.dumps(message).encode()
+        data = b"CPF1" + len(body).to_bytes(4, "little") + body
+        while data:
+            data = data[os.write(self.fd, data) :]
+
+
 def main(reply_fd: int) -> None:
-    reply = os.fdopen(reply_fd, "w", buffering=1)
+    reply = Replies(reply_fd)
     lib = None
     libc = ctypes.CDLL(None, use_errno=True)
     for line in sys.stdin:
@@ -41,7 +56,7 @@ def main(reply_fd: int) -> None:
         elif request["op"] == "call" and lib is not None:
             _call(lib, libc, request, reply)
         else:
-            reply.write(json.dumps({"ok": False, "error": "protocol: load before call"}) + "\n")
+            reply.write({"ok": False, "error": "protocol: load before call"})
 
 
 def _load(request: dict, reply) -> object:
@@ -57,14 +72,14 @@ def _load(request: dict, reply) -> object:
         lib = ctypes.CDLL(request["lib"], mode=ctypes.RTLD_LOCAL | os.RTLD_NOW)
         call = lib.cudaperf_call
     except (OSError, AttributeError) as exc:
-        reply.write(json.dumps({"ok": False, "error": f"cannot load the built library: {exc}"}) + "\n")
+        reply.write({"ok": False, "error": f"cannot load the built library: {exc}"})
         return None
     call.restype = ctypes.c_int
     call.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_char_p, ctypes.c_int]
     configure = getattr(lib, "cudaperf_runtime_configure", None)
     if configure is not None:
         configure(int(request.get("threads", 0)), int(bool(request.get("deterministic", False))))
-    reply.write(json.dumps({"ok": True}) + "\n")
+    reply.write({"ok": True})
     return lib
 
 
@@ -75,7 +90,7 @@ def _call(lib, libc, request: dict, reply) -> None:
     base = ctypes.addressof(ctypes.c_char.from_buffer(mem))
     for offset in request["guards"]:
         if libc.mprotect(ctypes.c_void_p(base + offset), mmap.PAGESIZE, _PROT_NONE) != 0:
-            reply.write(json.dumps({"ok": False, "error": "mprotect failed"}) + "\n")
+            reply.write({"ok": False, "error": "mprotect failed"})
             return
     keep = []
     argv = (ctypes.c_void_p * max(1, len(request["args"])))()
@@ -92,7 +107,7 @@ def _call(lib, libc, request: dict, reply) -> None:
     seconds = time.perf_counter() - start
     sys.stdout.flush()
     message = err.value.decode("ascii", "replace")
-    reply.write(json.dumps({"ok": True, "code": code, "error": message, "seconds": seconds}) + "\n")
+    reply.write({"ok": True, "code": code, "error": message, "seconds": seconds})
 
 
 if __name__ == "__main__":

@@ -176,6 +176,7 @@ class Labeller:
         self.input_jobs = self.options.input_jobs or max(2, cores - 2 * len(self.devices))
         self.inputs = ProcessPoolExecutor(max_workers=self.input_jobs, mp_context=multiprocessing.get_context("spawn"))
         self.scratch = scratch_dir("cudaperf-label-")
+        self.scratch.chmod(0o755)  # the input sets are read by confined workers (users of their own)
         free = shutil.disk_usage(self.scratch).free
         self.inflight_limit = self.options.inflight_bytes or free // 3
         self.inflight = 0  # bytes of input sets written or being written, all streams
@@ -291,7 +292,7 @@ class Labeller:
 
     def _start(self, device: int) -> WorkerProcess:
         folder = Path(scratch_dir("cudaperf-labelw-"))
-        return self.backends[device].start_worker(folder)
+        return self.backends[device].start_worker(folder, visible=(self.scratch,))
 
     def _prepare(self, task: Task) -> Future:
         """Start writing the input-set files of every configuration of ``task`` (in another process)."""

@@ -1,8 +1,10 @@
 """The static screen: refuse dangerous or off-task source before anything is compiled.
 
-It runs in the trusted parent for every backend. It is token based, so text in
-comments and string literals never matches; it is one defense among several
-(the sandbox, fixed link lines and runtime checks are others), not a proof.
+It runs in the trusted parent for every backend. It reads the code as the
+compiler's first phases leave it (line splices joined, digraphs spelled out:
+``source/phases.py``) and is token based, so text in comments and string literals
+never matches. It is a fast first line with clear messages, not the boundary:
+the kernel confinement of compilers and workers (``toolchain/confine.py``) is.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import NamedTuple, Protocol
 
+from cudaperf_env.source.phases import translate
 from cudaperf_env.source.tokens import Token, directive_name, directive_tokens, join_tokens
 from cudaperf_env.source.unit import Unit, parse
 
@@ -131,7 +134,8 @@ class _Names:
                 prev = toks[k - 1].text if k else ""
                 after = toks[k + 1].text if k + 1 < len(toks) else ""
                 qualified = f"{toks[k - 2].text}::{name}" if prev == "::" and k >= 2 else ""
-                if always or (name in self.calls and (after == "(" or prev == "&")):
+                parenthesised = prev == "(" and after == ")"  # `(open)(path, flags)`
+                if always or (name in self.calls and (after == "(" or prev == "&" or parenthesised)):
                     yield _Hit(toks[k].line, name)
                 elif qualified in self.qualified:
                     yield _Hit(toks[k].line, qualified)
@@ -275,9 +279,11 @@ _RULES: Mapping[str, tuple[_Matcher, str]] = MappingProxyType(
         "process": (_Names(
             names=frozenset({
                 "system", "popen", "fork", "vfork", "clone", "execl", "execle", "execlp", "execv",
-                "execve", "execvp", "execvpe", "fexecve", "posix_spawn", "posix_spawnp", "dlopen",
+                "execve", "execvp", "execvpe", "fexecve", "execveat", "posix_spawn", "posix_spawnp", "dlopen",
                 "dlmopen", "dlsym", "dlvsym", "syscall", "ptrace", "sigaction", "prctl",
-                "process_vm_readv", "process_vm_writev"}),
+                "process_vm_readv", "process_vm_writev", "_Fork", "__clone", "clone3", "daemon",
+                "wordexp", "setpgrp", "tgkill", "tkill", "sigqueue", "pidfd_open", "pidfd_send_signal",
+                "__libc_dlopen_mode", "seccomp", "unshare", "setns"}),
             calls=frozenset({"kill", "killpg", "raise", "signal"})), (
             "`{name}` starts, signals or inspects processes or loads code, which a submission may "
             "not do: remove it and compute only with your kernels")),
@@ -288,7 +294,15 @@ _RULES: Mapping[str, tuple[_Matcher, str]] = MappingProxyType(
         "file": (_Names(
             names=frozenset({
                 "fopen", "freopen", "fdopen", "openat", "creat", "unlink", "unlinkat", "chdir",
-                "fchdir", "mkdir", "rmdir", "tmpfile", "mkstemp", "symlink", "truncate", "chmod"}),
+                "fchdir", "mkdir", "rmdir", "tmpfile", "mkstemp", "symlink", "truncate", "chmod",
+                "fopen64", "freopen64", "open64", "openat64", "openat2", "creat64", "tmpfile64",
+                "mkstemp64", "mkostemp", "mkostemps", "mkdtemp", "truncate64", "ftruncate", "ftruncate64",
+                "fallocate", "posix_fallocate", "link", "linkat", "symlinkat", "renameat", "renameat2",
+                "chown", "fchown", "lchown", "fchownat", "fchmod", "fchmodat", "mkdirat", "mknod",
+                "mknodat", "mkfifo", "opendir", "fdopendir", "readdir", "scandir", "nftw", "ftw",
+                "dup2", "dup3", "fcntl", "ioctl", "name_to_handle_at", "open_by_handle_at",
+                "inotify_init", "fanotify_init", "mount", "umount", "umount2", "pivot_root",
+                "memfd_create", "shm_open", "shm_unlink", "sendfile", "splice", "copy_file_range"}),
             calls=frozenset({"open", "remove", "rename"})), (
             "`{name}` touches the file system, which is not allowed: read inputs from the "
             "pointers `{entry}` receives and write only its outputs")),
@@ -303,11 +317,15 @@ _RULES: Mapping[str, tuple[_Matcher, str]] = MappingProxyType(
             "host threads (`{name}`) are not allowed: put the parallel work in your kernels")),
         "environment": (_Names(names=frozenset(
             {"getenv", "secure_getenv", "setenv", "unsetenv", "putenv", "clearenv", "setrlimit",
-             "prlimit", "setsid", "setpgid", "setuid", "setgid", "chroot"})), (
+             "prlimit", "setsid", "setpgid", "setuid", "setgid", "chroot", "environ", "__environ",
+             "_environ", "getauxval", "seteuid", "setegid", "setreuid", "setregid", "setresuid",
+             "setresgid", "setgroups", "capset", "personality"})), (
             "`{name}` reads or changes the process environment or limits, which is not allowed: "
             "remove it")),
         "exit": (_Names(
-            names=frozenset({"_exit", "_Exit", "quick_exit", "atexit", "at_quick_exit"}),
+            names=frozenset({"_exit", "_Exit", "quick_exit", "atexit", "at_quick_exit", "__cxa_atexit",
+                             "__cxa_thread_atexit", "__cxa_thread_atexit_impl", "on_exit", "__cxa_finalize",
+                             "set_terminate", "set_unexpected", "longjmp", "siglongjmp", "setjmp", "sigsetjmp"}),
             calls=frozenset({"exit", "abort"})), (
             "`{name}` ends the process or runs code at exit: return from `{entry}` instead "
             "(CUDA errors are reported through cudaGetLastError)")),
@@ -376,7 +394,7 @@ def screen(
     Returns:
         Findings sorted by line then rule; empty when the code passes.
     """
-    unit = parse(code)
+    unit = parse(translate(code))
     lists = (unit.code, *(m.body for m in unit.defines))
     view = _View(unit, entry, frozenset(allow_libraries), lists, _uses(lists))
     found = {

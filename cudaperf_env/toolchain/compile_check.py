@@ -18,7 +18,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from cudaperf_env.toolchain import tools
-from cudaperf_env.toolchain.cache import cache_dir, digest, write_atomic
+from cudaperf_env.toolchain.cache import cache_dir, digest, evict, touch, write_atomic
+from cudaperf_env.toolchain.confine import Confinement
 
 DEFAULT_ARCH = "sm_90"
 _FUNCTION = re.compile(r"Compiling entry function '([^']+)' for")
@@ -73,16 +74,18 @@ def compile_check(
     key = digest("compile_check/2", tools.version(nvcc), *flags, source)
     entry = cache_dir("compile_check") / f"{key}.json"
     cubin = entry.with_suffix(".cubin")
-    if entry.exists():
-        data = json.loads(entry.read_text())
-        kernels = tuple(KernelResources(**k) for k in data.pop("kernels"))
-        return CompileReport(**{**data, "kernels": kernels, "cached": True, "seconds": 0.0})
+    cached = _cached(entry, cubin)
+    if cached is not None:
+        return cached
     work = Path(tempfile.mkdtemp(prefix="check-", dir=cache_dir("tmp")))  # private: checks may race
     try:
         (work / "submission.cu").write_text(source)
-        result = tools.run_tool([nvcc, *flags, "submission.cu", "-o", "out.cubin"], work, timeout_s, cancel=cancel)
-        if result.ok:
-            (work / "out.cubin").replace(cubin)
+        result = tools.run_tool([nvcc, *flags, "submission.cu", "-o", "out.cubin"], work, timeout_s, cancel=cancel,
+                                confine=Confinement())  # fmt: skip
+        out = work / "out.cubin"
+        if result.ok and out.is_file() and not out.is_symlink():
+            out.chmod(0o644)
+            out.replace(cubin)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     log, kernels = parse_ptxas(result.output)
@@ -93,7 +96,22 @@ def compile_check(
     )
     if not result.timed_out:  # a time-out may be load or cancellation: not cached
         write_atomic(entry, json.dumps({**asdict(report), "cached": False}).encode())
+        evict(entry.parent)
     return report
+
+
+def _cached(entry: Path, cubin: Path) -> CompileReport | None:
+    """The cached report, if it is there whole (a successful one with its cubin: the two are evicted apart)."""
+    try:
+        data = json.loads(entry.read_text())
+    except (FileNotFoundError, ValueError):
+        return None
+    if data.get("ok") and not cubin.exists():
+        return None
+    touch(entry)
+    touch(cubin)
+    kernels = tuple(KernelResources(**k) for k in data.pop("kernels"))
+    return CompileReport(**{**data, "kernels": kernels, "cached": True, "seconds": 0.0})
 
 
 def parse_ptxas(output: str) -> tuple[str, tuple[KernelResources, ...]]:

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from cudaperf_env.toolchain import tools
-from cudaperf_env.toolchain.cache import cache_dir, digest
+from cudaperf_env.toolchain.cache import cache_dir, digest, evict, touch
+from cudaperf_env.toolchain.confine import Confinement
 
 
 @dataclass(frozen=True)
@@ -23,6 +26,7 @@ class BuildResult:
         seconds: Wall time of the build (0 when cached).
         cached: Served from the cache.
         timed_out: The build hit its time limit.
+        refused: Why the built code was refused by the build's ``check`` ("" if it was not).
     """
 
     ok: bool
@@ -31,33 +35,56 @@ class BuildResult:
     seconds: float = 0.0
     cached: bool = False
     timed_out: bool = False
+    refused: str = ""
 
 
 def build_library(
     compiler: str,
     flags: list[str],
-    source: str,
+    source: str | Sequence[str],
     suffix: str,
     key_extra: str = "",
     libs: tuple[str, ...] = (),
     timeout_s: float = 60.0,
     memory_bytes: int = 4 << 30,
     cancel: threading.Event | None = None,
+    confine: Confinement | None = None,
+    visible: Sequence[Path] = (),
+    check: Callable[[Path], str] | None = None,
 ) -> BuildResult:
-    """Compile ``source`` into a shared library with ``compiler flags``; reuse a cached build."""
-    key = digest("native/1", tools.version(compiler), *flags, *libs, key_extra, source)
+    """Compile ``source`` into a shared library with ``compiler flags``; reuse a cached build.
+
+    Only successful builds that pass ``check`` are cached.
+
+    Args:
+        source: One translation unit, or several (compiled apart, linked together: e.g. the
+            submission and the harness shim, so no macro of one reaches the other).
+        confine: Compile confined (untrusted source): the compiler sees the toolchain, its
+            private build folder and ``visible`` (read-only), nothing else.
+        check: Called with the built library before it is cached (e.g. the symbol check,
+            ``toolchain/symbols.py``); a non-empty answer refuses the build.
+    """
+    sources = [source] if isinstance(source, str) else list(source)
+    key = digest("native/1", tools.version(compiler), *flags, *libs, key_extra, "checked" if check else "", *sources)
     library = cache_dir("builds") / f"{key}.so"
     if library.exists():
+        touch(library)
         return BuildResult(True, library, "", 0.0, True)
     work = Path(tempfile.mkdtemp(prefix="build-", dir=cache_dir("tmp")))  # private: builds may race
     try:
-        src = work / f"source{suffix}"
-        src.write_text(source)
+        paths = [work / (f"source{suffix}" if k == 0 else f"source{k}{suffix}") for k in range(len(sources))]
+        for path, text in zip(paths, sources, strict=True):
+            path.write_text(text)
         out = work / "lib.so"
-        cmd = [compiler, *flags, str(src), "-o", str(out), *libs]
-        result = tools.run_tool(cmd, work, timeout_s, memory_bytes, cancel=cancel)
-        if result.ok and out.exists():
+        cmd = [compiler, *flags, *map(str, paths), "-o", str(out), *libs]
+        result = tools.run_tool(cmd, work, timeout_s, memory_bytes, cancel=cancel, confine=confine, visible=visible)
+        if result.ok and out.is_file() and not out.is_symlink():
+            why = check(out) if check else ""
+            if why:
+                return BuildResult(False, None, why, result.seconds, refused=why)
+            adopt(out)
             out.replace(library)
+            evict(library.parent)
             return BuildResult(True, library, result.output, result.seconds)
         log = result.output
         if result.timed_out:
@@ -65,6 +92,13 @@ def build_library(
         return BuildResult(False, None, log, result.seconds, timed_out=result.timed_out)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def adopt(path: Path) -> None:
+    """Make a confined compiler's output the parent's (owner and mode) before it enters the cache."""
+    if os.geteuid() == 0 and path.stat().st_uid != 0:
+        os.chown(path, 0, 0)
+    path.chmod(0o755)
 
 
 def build_c_reference(source: str, timeout_s: float = 60.0) -> BuildResult:

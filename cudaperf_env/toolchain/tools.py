@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import re
 import resource
@@ -12,12 +13,14 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
 from cudaperf_env.errors import ToolchainError
 from cudaperf_env.text import sanitize, truncate
+from cudaperf_env.toolchain.confine import Confinement, chown_for, namespace_init
 
 COMPILER_ENV = {"LC_ALL": "C", "LANG": "C"}  # ASCII diagnostics, no curly quotes
 # Compilers running at once in this process, whatever the number of environments or
@@ -127,30 +130,45 @@ def run_tool(
     memory_bytes: int = 8 << 30,
     max_output_chars: int = 8000,
     cancel: threading.Event | None = None,
+    confine: Confinement | None = None,
+    visible: Sequence[str | Path] = (),
 ) -> ToolResult:
     """Run a compiler in its own process group with limits; never raises on its failure.
 
     Setting ``cancel`` kills the compiler early (its result is then a time-out). At most
     ``COMPILE_JOBS`` compilers run at once; waiting for a slot does not count against
-    ``timeout_s``.
+    ``timeout_s``. Temporary files go to ``cwd`` (``TMPDIR``), which the caller removes.
+
+    Args:
+        confine: Run it confined (untrusted source: see ``toolchain/confine.py``): it sees the
+            toolchain, ``cwd`` (writable, given to its user) and ``visible`` (read-only) only.
     """
     while not _compile_slots.acquire(timeout=0.05):
         if cancel is not None and cancel.is_set():
             return ToolResult(-9, "cancelled while waiting for a compiler slot", 0.0, True)
     try:
+        if confine is not None:
+            limits = replace(confine.limits, memory_bytes=memory_bytes, file_bytes=512 << 20,
+                             cpu_seconds=max(1, math.ceil(timeout_s)) * 2)  # fmt: skip
+            confined = replace(confine, limits=limits).wrap(cmd, cwd=cwd, ro=visible)
+            chown_for(confined.uid, Path(cwd))
+            if confined.mode != "off":
+                return _run_limited(confined.argv, cwd, timeout_s, None, max_output_chars, cancel)
         return _run_limited(cmd, cwd, timeout_s, memory_bytes, max_output_chars, cancel)
     finally:
         _compile_slots.release()
 
 
 def _run_limited(
-    cmd: list[str], cwd: str | Path, timeout_s: float, memory_bytes: int, max_output_chars: int,
+    cmd: list[str], cwd: str | Path, timeout_s: float, memory_bytes: int | None, max_output_chars: int,
     cancel: threading.Event | None,
 ) -> ToolResult:  # fmt: skip
+    """``memory_bytes`` None: the command sets its own limits (a confinement launcher)."""
     start = time.perf_counter()
 
     def limits() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+        if memory_bytes is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         resource.setrlimit(resource.RLIMIT_FSIZE, (512 << 20, 512 << 20))
 
@@ -160,7 +178,7 @@ def _run_limited(
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
-        env=_env(),
+        env={**_env(), "TMPDIR": str(cwd)},  # nvcc's intermediates: removed with cwd, time-outs included
         start_new_session=True,
         preexec_fn=limits,
     )
@@ -181,8 +199,13 @@ def _run_limited(
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
+    """Kill the process group and, for a confined command, its PID namespace (whatever left the group)."""
+    init = namespace_init(proc.pid)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
+    if init is not None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(init, signal.SIGKILL)
 
 
 def _env() -> dict[str, str]:

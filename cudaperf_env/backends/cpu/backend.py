@@ -9,10 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cudaperf_env.backends.base import Build, CallResult, Capabilities, Job, Worker
+from cudaperf_env.backends.cpu import imports
 from cudaperf_env.backends.cpu.compiler import build_cpu
 from cudaperf_env.backends.cpu.prepass import prepass
 from cudaperf_env.backends.execute import run_jobs
-from cudaperf_env.backends.harness import wrap
+from cudaperf_env.backends.harness import units
 from cudaperf_env.backends.sandbox import WorkerProcess
 from cudaperf_env.source.screen import Finding
 from cudaperf_env.tasks.schema import Task
@@ -48,7 +49,10 @@ class CpuBackend:
         if passed.rejections:
             unsupported = tuple(Finding(r.line, r.construct, r.message) for r in passed.rejections)
             return Build(False, unsupported=unsupported)
-        result = build_cpu(wrap(task, passed.source, "cuda"), self.build_timeout_s, cancel)
+        # the harness shim in a unit of its own: no macro of the submission reaches it
+        result = build_cpu(units(task, passed.source, "cuda"), self.build_timeout_s, cancel, check=imports.check)
+        if result.refused:  # the symbol check: calls into the system the screen did not see
+            return Build(False, log=result.log, unsupported=(Finding(0, "symbols", result.refused),))
         return Build(result.ok, result.library, result.log, (), result.seconds, result.cached)
 
     def start_worker(self, workdir: Path) -> WorkerProcess:

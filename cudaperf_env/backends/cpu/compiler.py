@@ -20,12 +20,14 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from cudaperf_env.toolchain import tools
 from cudaperf_env.toolchain.cache import cache_dir, digest, write_atomic
+from cudaperf_env.toolchain.confine import Confinement
 from cudaperf_env.toolchain.native import BuildResult, build_library
 
 INCLUDE_DIR = Path(__file__).parent / "include"
@@ -147,6 +149,7 @@ def _compile_to(command: list[str], target: Path, timeout_s: float) -> str:
     try:
         result = tools.run_tool([*command, "-o", tmp], target.parent, timeout_s)
         if result.ok and os.path.getsize(tmp) > 0:
+            os.chmod(tmp, 0o644)  # confined builds (users of their own) read it
             os.replace(tmp, target)
             return ""
         return f"{shlex.join(command)}\n{result.output}"
@@ -171,14 +174,16 @@ def _start_prebuild(folder: str) -> None:
                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
 
 
-def build_cpu(translation_unit: str, timeout_s: float = 60.0, cancel: threading.Event | None = None) -> BuildResult:
-    """Compile a complete translation unit (pre-passed code + harness shim) for the CPU runtime.
+def build_cpu(translation_unit: str | Sequence[str], timeout_s: float = 60.0, cancel: threading.Event | None = None,
+              check: Callable[[Path], str] | None = None) -> BuildResult:  # fmt: skip
+    """Compile a complete translation unit (pre-passed code + harness shim), or several, for the CPU runtime.
 
     Links the prebuilt runtime object once it exists (with its precompiled header once that
     exists too: the same build, one cache entry). Before that (a cold cache, or while the
     prebuild runs) the whole runtime is compiled into this library (header-only): the least
     CPU time a build can take without it, the same behaviour, a separate cache entry. The
-    first such build starts :func:`prebuild` in a detached, low-priority process.
+    first such build starts :func:`prebuild` in a detached, low-priority process. The compiler
+    runs confined; ``check`` (see ``toolchain/native.build_library``) may refuse what it built.
     """
     compiler = tools.host_compiler("g++")
     runtime = prebuilt_runtime()
@@ -188,7 +193,7 @@ def build_cpu(translation_unit: str, timeout_s: float = 60.0, cancel: threading.
         runtime_flags = ["-include", RUNTIME_HEADER]
     flags = [*BASE_FLAGS, *include_flags(), *runtime_flags, *LINK_FLAGS, "-x", "c++"]
     result = build_library(compiler, flags, translation_unit, ".cpp", runtime_version(), ("-lm",), timeout_s,
-                           cancel=cancel)  # fmt: skip
+                           cancel=cancel, confine=Confinement(), visible=(runtime.folder,), check=check)  # fmt: skip
     # Started after this build, which it would slow down even niced (2 cores, measured). Not
     # again after a failure (prebuild.log): the same compiler and headers would fail the same way.
     if not runtime.ready() and not (runtime.folder / "prebuild.log").exists():

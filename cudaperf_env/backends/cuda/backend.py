@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import math
 import shutil
 import subprocess
@@ -17,6 +18,7 @@ import numpy as np
 
 from cudaperf_env.backends.base import Build, Capabilities, Worker
 from cudaperf_env.backends.buffers import BufferFile, poison_value
+from cudaperf_env.backends.cuda import imports
 from cudaperf_env.backends.cuda.budget import (
     CallLimits,
     decided_slow,
@@ -26,6 +28,7 @@ from cudaperf_env.backends.cuda.budget import (
     wall_check_calls,
 )
 from cudaperf_env.backends.cuda.clocks import read_clocks
+from cudaperf_env.backends.cuda.replies import time_reply_problem, wall_check_problem
 from cudaperf_env.backends.cuda.sanitizer import sanitizer_command, sanitizer_verdict
 from cudaperf_env.backends.cuda.timing import (
     SpeedupEstimate,
@@ -36,14 +39,16 @@ from cudaperf_env.backends.cuda.timing import (
     over_c_reference,
     wall_clock_inconsistent,
 )
-from cudaperf_env.backends.execute import CallResult, Job, call_once, run_jobs
+from cudaperf_env.backends.execute import CallResult, Job, call_once, io_dir, run_jobs
 from cudaperf_env.backends.generator import task_inputs
-from cudaperf_env.backends.harness import wrap
+from cudaperf_env.backends.harness import units, wrap
 from cudaperf_env.backends.sandbox import Crash, WorkerProcess
 from cudaperf_env.errors import BackendUnavailableError
+from cudaperf_env.source.screen import Finding
 from cudaperf_env.tasks.schema import Config, Task
 from cudaperf_env.toolchain import tools
-from cudaperf_env.toolchain.cache import scratch_dir
+from cudaperf_env.toolchain.cache import cache_dir, scratch_dir
+from cudaperf_env.toolchain.confine import Confinement, Limits
 from cudaperf_env.toolchain.native import build_c_reference, build_library
 
 HERE = Path(__file__).parent
@@ -66,6 +71,14 @@ def nvcc_flags(arch: str) -> list[str]:
     """Fixed flags for every GPU build (never the user's)."""
     return ["-shared", "-Xcompiler", "-fPIC", "-O3", "-std=c++17", f"-arch={arch}", "-lineinfo",
             "-Xlinker", "-z,defs", "-Xlinker", "-Bsymbolic"]  # fmt: skip
+
+
+def gpu_confinement() -> Confinement:
+    """The GPU worker's confinement: its device nodes, ``/sys``, and a memory limit on private data
+    (a CUDA context reserves far more address space than it uses, so not on address space)."""
+    devices = tuple(sorted(glob.glob("/dev/nvidia*")))
+    limits = Limits(memory_bytes=None, data_bytes=32 << 30, cpu_seconds=4 * 3600, open_files=1024, file_bytes=64 << 20)
+    return Confinement(limits=limits, devices=devices, sys=True)
 
 
 @lru_cache(maxsize=4)
@@ -126,12 +139,18 @@ class CudaBackend:
         return Capabilities(timer=self if self.measures_time else None, sanitizer=self if self.sanitizers else None)
 
     def build(self, task: Task, code: str, cancel: threading.Event | None = None) -> Build:
-        result = build_library(tools.nvcc(), nvcc_flags(self.arch), wrap(task, code, "cuda"), ".cu",
-                               timeout_s=self.build_timeout_s, cancel=cancel)  # fmt: skip
+        flags = nvcc_flags(self.arch)
+        result = build_library(tools.nvcc(), flags, units(task, code, "cuda"), ".cu", timeout_s=self.build_timeout_s,
+                               cancel=cancel, confine=Confinement(), check=imports.checker(tuple(flags)))  # fmt: skip
+        if result.refused:  # the symbol check: calls into the system the screen did not see
+            return Build(False, log=result.log, unsupported=(Finding(0, "symbols", result.refused),))
         return Build(result.ok, result.library, result.log, (), result.seconds, result.cached)
 
-    def start_worker(self, workdir: Path, wrapper: Sequence[str] = ()) -> WorkerProcess:
-        worker = WorkerProcess(workdir, script=HERE / "gpu_worker.py", wrapper=wrapper)
+    def start_worker(self, workdir: Path, wrapper: Sequence[str] = (), visible: Sequence[Path] = ()) -> WorkerProcess:
+        """A GPU worker, confined like the CPU worker with the GPU's device nodes and /sys bound in; the
+        build cache (harness, candidate and baseline libraries), the timing inputs and ``visible`` read-only."""
+        worker = WorkerProcess(workdir, script=HERE / "gpu_worker.py", wrapper=wrapper, confinement=gpu_confinement(),
+                               visible=[cache_dir(), self.perf_inputs.folder, *visible])  # fmt: skip
         canary = 0 if wrapper else 4096  # a sanitizer wants exact allocations to see every out-of-bounds access
         worker.send({"op": "init", "harness": str(harness_library(self.arch)), "device": self.device,
                      "canary_bytes": canary})  # fmt: skip
@@ -268,7 +287,7 @@ class CudaBackend:
         """Card name, compute capability, driver (from the worker's init) and copy bandwidth, once."""
         if not self.facts and worker.early_replies:
             reply = worker.request({"op": "bandwidth", "bytes": 1 << 30}, self.timeout_s)
-            if not isinstance(reply, Crash) and reply.get("ok"):
+            if not isinstance(reply, Crash) and reply.get("ok") and isinstance(reply.get("copy_gbps"), (int, float)):
                 init = {k: v for k, v in worker.early_replies[0].items() if k != "ok"}
                 self.facts.update(init, copy_gbps=reply["copy_gbps"], arch=self.arch)
         return dict(self.facts)
@@ -302,6 +321,11 @@ class CudaBackend:
         if isinstance(reply, Crash) or not reply.get("ok"):
             return reply if isinstance(reply, Crash) else Crash("exit", str(reply.get("error")))
         answered = time.perf_counter()
+        malformed = time_reply_problem(reply, len(task.args))
+        if malformed:  # the submission forged or corrupted the reply
+            worker.kill()
+            return Crash("protocol", f"the worker sent a malformed timing reply ({malformed}): a submission may "
+                                     "not write to the harness's reply channel")  # fmt: skip
         mismatch = mismatch_message(task, reply["mismatches"].get("candidate", []))
         if reply["overruns"].get("candidate"):
             mismatch = mismatch or "wrote past the end of a buffer during timed calls"
@@ -333,7 +357,7 @@ class CudaBackend:
             reply = worker.request({"op": "wall_check", "lib": lib, "calls": calls or self.timing.wall_check_calls},
                                    self.timeout_s * 4)  # fmt: skip
             wall_ms = (time.perf_counter() - start) * 1e3
-            if isinstance(reply, Crash) or not reply.get("ok"):
+            if isinstance(reply, Crash) or not reply.get("ok") or wall_check_problem(reply):
                 return ["wall-clock check failed"]
             observed[lib] = (reply["events"], wall_ms)
         overhead = 0.0
@@ -360,7 +384,7 @@ def run_limited(
         return loaded
     results: list[CallResult] = []
     for index, (job, limit, ms) in enumerate(zip(jobs, limits, baseline_ms, strict=True)):
-        result = call_once(worker, task, job, workdir / f"buffers-{index}.bin", limit)
+        result = call_once(worker, task, job, io_dir(workdir) / f"buffers-{index}.bin", limit)
         if result.status == "timeout" and math.isfinite(ms):
             hidden = index >= len(task.configs)
             result = replace(result, message=too_slow_message(job.config, hidden, index, limit, ms))
@@ -455,6 +479,7 @@ class PerfInputs:
 
     def __init__(self) -> None:
         self.folder = scratch_dir("cudaperf-perf-")
+        self.folder.chmod(0o755)  # read by confined workers, which run as users of their own
         self._sets: dict[tuple[str, int], list[BufferFile]] = {}
         weakref.finalize(self, shutil.rmtree, self.folder, True)
 

@@ -6,7 +6,7 @@ Buffers come from the parent through shared files exactly as for the CPU worker
 canary tail, the entry is called through the harness shim, and every buffer is
 copied back so the parent can compare outputs and check inputs.
 
-Requests (JSON lines on stdin; replies on REPLY_FD):
+Requests (JSON lines on stdin; replies on REPLY_FD, framed as ``sandbox.frame`` writes them):
     {"op": "init", "harness": PATH, "device": 0, "canary_bytes": 4096}
     {"op": "load", "lib": PATH, "name": NAME, "symbol": "cudaperf_call"}
     {"op": "call", "lib": NAME, "file": PATH, "size": N, "args": [...], "guards": [...]}
@@ -71,7 +71,11 @@ class Worker:
         self.canary = CANARY_BYTES  # 0 under compute-sanitizer: exact allocations, so it sees every overrun
 
     def send(self, **message) -> None:
-        self.reply.write(json.dumps(message) + "\n")
+        """One reply, framed as the parent expects (``sandbox.frame``: magic, u32 length, JSON)."""
+        body = json.dumps(message).encode()
+        data = b"CPF1" + len(body).to_bytes(4, "little") + body
+        while data:
+            data = data[os.write(self.reply, data) :]
 
     def check(self, code: int) -> None:
         if code != 0:
@@ -102,8 +106,12 @@ class Worker:
         ``copy=False`` only allocates (buffers that are overwritten before use);
         ``pin`` page-locks the mapping for the copies (faster for large sets).
         """
-        fd = os.open(spec["file"], os.O_RDWR)
-        mem = mmap.mmap(fd, spec["size"], mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0))
+        try:
+            fd, share = os.open(spec["file"], os.O_RDWR), mmap.MAP_SHARED
+        except OSError:  # the timing input sets are shown read-only: a private copy-on-write mapping
+            fd, share = os.open(spec["file"], os.O_RDONLY), mmap.MAP_PRIVATE
+        mem = mmap.mmap(fd, spec["size"], share | getattr(mmap, "MAP_POPULATE", 0),
+                        mmap.PROT_READ | mmap.PROT_WRITE)  # fmt: skip
         os.close(fd)
         base = ctypes.addressof(ctypes.c_char.from_buffer(mem))
         pinned = copy and pin and self.h.cph_host_register(ctypes.c_void_p(base), ctypes.c_size_t(spec["size"]),
@@ -340,7 +348,7 @@ def _rse(samples: list) -> float:
 
 
 def main(reply_fd: int) -> None:
-    worker = Worker(os.fdopen(reply_fd, "w", buffering=1))
+    worker = Worker(reply_fd)
     handlers = {"init": worker.init, "load": worker.load, "call": worker.call, "time": worker.time,
                 "stage": worker.stage, "bandwidth": worker.bandwidth, "wall_check": worker.wall_check}  # fmt: skip
     for line in sys.stdin:

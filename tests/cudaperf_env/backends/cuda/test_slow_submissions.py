@@ -42,6 +42,7 @@ def compile_shared(source: Path, out: Path, *defines: str) -> Path:
 @pytest.fixture(scope="module")
 def libs(tmp_path_factory):
     folder = tmp_path_factory.mktemp("fake_gpu_slow")
+    folder.chmod(0o755)  # the confined worker runs as a user of its own
     return {
         "harness": compile_shared(FIXTURES / "host_harness.cpp", folder / "harness.so"),
         "honest": compile_shared(FIXTURES / "saxpy.cpp", folder / "honest.so"),
@@ -57,8 +58,8 @@ def start(libs, tmp_path):
     """A worker on the fake harness with ``candidate`` loaded from ``libs[name]``."""
     started = []
 
-    def start(name: str) -> WorkerProcess:
-        proc = WorkerProcess(tmp_path, script=HERE / "gpu_worker.py")
+    def start(name: str, *visible: Path) -> WorkerProcess:
+        proc = WorkerProcess(tmp_path, script=HERE / "gpu_worker.py", visible=[libs["harness"].parent, *visible])
         started.append(proc)
         proc.send({"op": "init", "harness": str(libs["harness"]), "device": 0})
         reply = proc.request({"op": "load", "lib": str(libs[name]), "name": "candidate"}, 30)
@@ -75,9 +76,10 @@ def backend(**timing) -> CudaBackend:
 
 
 def time_it(start, libs, candidate: str, **timing):
-    worker = start(candidate)
+    timed = backend(**timing)
+    worker = start(candidate, timed.perf_inputs.folder)  # as CudaBackend.start_worker shows it
     began = time.perf_counter()
-    result = backend(**timing)._time(SMALL, Build(True, libs["honest"]), worker)
+    result = timed._time(SMALL, Build(True, libs["honest"]), worker)
     return result, time.perf_counter() - began
 
 
@@ -111,6 +113,7 @@ def test_the_worker_stops_timing_a_slow_implementation_after_its_checked_first_c
 
 def test_a_slow_implementation_that_is_also_wrong_is_still_caught(start, libs):
     timing, _ = time_it(start, libs, "slow_wrong")
+    assert not isinstance(timing, Crash), timing
     assert timing.capped and "differ from the baseline's" in timing.mismatch
 
 

@@ -33,6 +33,7 @@ def compile_shared(source: Path, out: Path, *defines: str) -> Path:
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     folder = tmp_path_factory.mktemp("fake_gpu")
+    folder.chmod(0o755)  # the confined worker runs as a user of its own
     libs = {
         "harness": compile_shared(FIXTURES / "host_harness.cpp", folder / "harness.so"),
         "honest": compile_shared(FIXTURES / "saxpy.cpp", folder / "honest.so"),
@@ -45,8 +46,8 @@ def built(tmp_path_factory):
 
 @pytest.fixture
 def worker(built, tmp_path):
-    _, libs = built
-    proc = WorkerProcess(tmp_path, script=HERE / "gpu_worker.py")
+    folder, libs = built
+    proc = WorkerProcess(tmp_path, script=HERE / "gpu_worker.py", visible=[folder])
     proc.send({"op": "init", "harness": str(libs["harness"]), "device": 0})
     for name, lib in (("baseline", "honest"), ("candidate", "honest"), ("stale", "stale"), ("overrun", "overrun"),
                       ("late", "late")):

@@ -1,0 +1,92 @@
+"""The confinement launchers (C and its Python twin): what a confined process sees and how it ends."""
+
+import os
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cudaperf_env.toolchain import confine
+from cudaperf_env.toolchain.cache import scratch_dir
+from cudaperf_env.toolchain.confine import Confinement, Limits
+
+needs_namespaces = pytest.mark.skipif(Confinement().mode() not in ("root", "user"), reason="no namespaces here")
+TASKS = Path(__file__).parents[3] / "cudaperf_env" / "tasks" / "data"
+SCRIPT = (
+    'echo "uid=$(id -u)"; echo "pid=$$"; if [ -e {tasks} ] || [ -e /root/.bashrc ]; then echo seen; fi; '
+    "grep 'Max processes' /proc/self/limits | tr -s ' ' | cut -d' ' -f3; ls /dev/shm | wc -l"
+)
+
+
+@pytest.fixture(params=["c", "python"])
+def launcher(request, monkeypatch):
+    """Each launcher in turn (the Python one is the fallback where no C compiler works)."""
+    if request.param == "python":
+        monkeypatch.setattr(confine, "launcher_binary", lambda: None)
+    elif confine.launcher_binary() is None:
+        pytest.skip("no C compiler to build the launcher")
+    return request.param
+
+
+def run(argv, tmp_path, **kw):
+    tmp_path.chmod(0o755)
+    wrapped = Confinement(limits=Limits(processes=64)).wrap(argv, cwd=tmp_path, **kw)
+    confine.chown_for(wrapped.uid, tmp_path)
+    return subprocess.run(wrapped.argv, capture_output=True, text=True, timeout=60, check=False), wrapped
+
+
+@needs_namespaces
+def test_a_confined_process_sees_only_the_toolchain_and_its_folder(launcher, tmp_path):
+    assert TASKS.is_dir()
+    done, wrapped = run(["/bin/sh", "-c", SCRIPT.format(tasks=TASKS)], tmp_path)
+    lines = done.stdout.split()
+    assert done.returncode == 0, done.stderr
+    assert f"uid={wrapped.uid if os.geteuid() == 0 else os.getuid()}" in lines and "uid=0" not in lines
+    assert "pid=2" in lines  # its own PID namespace, under a small init
+    assert "seen" not in lines and lines[-2:] == ["64", "0"]  # no task files, no home, NPROC, empty /dev/shm
+
+
+@needs_namespaces
+def test_exit_status_and_signals_come_back_as_the_program_ended(launcher, tmp_path):
+    assert run(["/bin/sh", "-c", "exit 7"], tmp_path)[0].returncode == 7
+    assert run(["/bin/sh", "-c", "kill -ABRT $$"], tmp_path)[0].returncode == -signal.SIGABRT
+
+
+@needs_namespaces
+def test_a_set_up_failure_is_status_125_with_a_reason(launcher, tmp_path):
+    done, _ = run(["/nonexistent/program"], tmp_path)
+    assert done.returncode == 127 and "cudaperf-confine" in done.stderr
+
+
+def test_confinement_off_runs_the_command_as_is(tmp_path, monkeypatch):
+    monkeypatch.setenv("CUDAPERF_CONFINE", "off")
+    wrapped = Confinement().wrap(["/bin/true"], cwd=tmp_path)
+    assert wrapped.argv == ["/bin/true"] and wrapped.mode == "off" and wrapped.uid is None
+
+
+def test_limits_must_be_positive():
+    with pytest.raises(ValueError, match="positive"):
+        Limits(processes=0)
+
+
+def test_without_namespaces_it_falls_back_with_a_warning(monkeypatch):
+    monkeypatch.setattr(confine, "_try", lambda mode: False)
+    confine.probe_mode.cache_clear()
+    try:
+        with pytest.warns(confine.ConfinementWarning, match="namespaces are unavailable"):
+            assert confine.probe_mode() == "limits"
+    finally:
+        confine.probe_mode.cache_clear()
+
+
+def test_the_limits_fallback_keeps_the_user_and_sets_the_limits(launcher, monkeypatch):
+    monkeypatch.setattr(confine, "probe_mode", lambda: "limits")
+    folder = scratch_dir()  # on the host's file system now: a folder its user can reach
+    try:
+        done, wrapped = run(["/bin/sh", "-c", "id -u; grep 'Max processes' /proc/self/limits"], folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    assert wrapped.uid is None and done.returncode == 0 and done.stdout.split()[0] == str(os.getuid())
+    assert " 64 " in done.stdout
