@@ -96,7 +96,7 @@ class PrebuiltRuntime:
 def _prebuilt_key() -> str:
     compiler = tools.host_compiler("g++")
     parts = (tools.version(compiler), runtime_version(), *BASE_FLAGS, PCH_WRAPPER, RUNTIME_OBJECT_SOURCE)
-    return digest("prebuilt-runtime/1", *parts)[:16]
+    return digest("prebuilt-runtime/2", *parts)[:16]  # /2: files readable by confined compilers
 
 
 def prebuilt_runtime() -> PrebuiltRuntime:
