@@ -70,8 +70,13 @@ class Chain:
 
     @property
     def words(self) -> str:
-        """``relu -> scale(0.5)`` (``identity`` when empty)."""
-        return " -> ".join(op.name + (f"({_py(c)})" if op.low != op.high else "") for op, c in self.ops) or "identity"
+        """``relu -> scale(0.5)`` ("" when empty)."""
+        return " -> ".join(op.name + (f"({_py(c)})" if op.low != op.high else "") for op, c in self.ops)
+
+
+def pipeline(*steps: str) -> str:
+    """The non-empty ``steps`` joined left to right: ``x -> relu -> sum(dim=-1)``."""
+    return " -> ".join(s for s in steps if s)
 
 
 def chain(rng: np.random.Generator, length: int, exclude: Sequence[str] = ()) -> Chain:

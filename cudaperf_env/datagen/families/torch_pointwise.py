@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from cudaperf_env.datagen.families.common import buffer, fill, impl, scalar
-from cudaperf_env.datagen.families.torch_common import Chain, chain, module_source, torch_task
+from cudaperf_env.datagen.families.torch_common import Chain, chain, module_source, pipeline, torch_task
 
 CONFIGS = [{"B": 16, "D": 1000}, {"B": 7, "D": 1823}, {"B": 64, "D": 1024}]
 HIDDEN = [{"B": 3, "D": 4099}]
@@ -20,11 +20,11 @@ def activation_chain(rng: np.random.Generator, variant: int) -> dict[str, Any]:
     """``forward(x)`` = a chain of 1-5 pointwise operators on a [B, D] tensor."""
     ops = chain(rng, int(rng.integers(1, 6)))
     source = module_source(
-        doc=f"Applies {ops.words} elementwise.", init_params="", init_body=[], forward_params="x",
+        doc=f"Applies {ops.words} elementwise, left to right.", init_params="", init_body=[], forward_params="x",
         forward_body=[*ops.torch_lines(), "return x"], constants={"batch_size": 16, "dim": 1000},
         inputs=["torch.randn(batch_size, dim)"], init_inputs=[],
     )
-    return _pointwise("activation_chain", f"Elementwise {ops.words} over a [B, D] float32 tensor.", source, ops,
+    return _pointwise("activation_chain", f"Elementwise y = {pipeline('x', ops.words)} (left to right) over a [B, D] float32 tensor.", source, ops,
                       affine=False)  # fmt: skip
 
 
@@ -37,7 +37,8 @@ def affine_chain(rng: np.random.Generator, variant: int) -> dict[str, Any]:
         forward_params="x", forward_body=["x = x * self.weight + self.bias", *ops.torch_lines(), "return x"],
         constants={"batch_size": 16, "dim": 1000}, inputs=["torch.randn(batch_size, dim)"], init_inputs=["dim"],
     )
-    return _pointwise("affine_chain", f"y = {ops.words}(x * weight + bias), weight and bias per feature (last dim).",
+    return _pointwise("affine_chain", f"y = {pipeline('(x * weight + bias)', ops.words)} (left to right) over a [B, D] float32 tensor; "
+                      "weight and bias are per-feature parameters [D].",
                       source, ops, affine=True)  # fmt: skip
 
 
