@@ -85,7 +85,7 @@ def serve() -> None:
                 request = json.load(f)
             namespace = _module(request["source"], cache)
             with np.load(request["arrays"]) as arrays:
-                out: dict[str, np.ndarray] = {}
+                out: dict[str, Any] = {}
                 for index, job in enumerate(request["jobs"]):
                     out.update(_run_job(torch, namespace, request, job, arrays, index))
             np.savez(request["out"], **out)

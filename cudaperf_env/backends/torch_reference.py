@@ -15,6 +15,7 @@ import sys
 import weakref
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -50,7 +51,7 @@ class TorchReference:
         args = {a.name: a for a in task.args}
         self._requests += 1
         stem = workdir / f"torch-{self._requests}"
-        arrays = {f"{i}:{name}": np.asarray(job.inputs[name]) for i, job in enumerate(jobs)
+        arrays: dict[str, Any] = {f"{i}:{name}": np.asarray(job.inputs[name]) for i, job in enumerate(jobs)
                   for name in [*binding.inputs, *binding.parameters.values()]}  # fmt: skip
         np.savez(f"{stem}-in.npz", **arrays)
         request = {
@@ -68,7 +69,7 @@ class TorchReference:
         answer = self._ask(f"{stem}.json", timeout_s * max(1, len(jobs)))
         if "error" in answer:
             raise TorchReferenceError(f"{task.id}: the PyTorch reference failed: {answer['error']}")
-        with np.load(request["out"]) as out:
+        with np.load(f"{stem}-out.npz") as out:
             results = []
             for i, job in enumerate(jobs):
                 buffers = {name: np.array(value, copy=True) for name, value in job.inputs.items()}

@@ -58,10 +58,14 @@ def write_starters(out: Path = STARTER_DIR) -> list[Path]:
     paths = []
     for name, family, seed in STARTERS:
         path = out / f"{name}.yaml"
-        path.write_text(yaml.dump(starter(name, family, seed), Dumper=_BlockDumper, sort_keys=False, width=120, default_flow_style=None),
-                        encoding="utf-8")  # fmt: skip
+        path.write_text(dump_yaml(starter(name, family, seed)), encoding="utf-8")
         paths.append(path)
     return paths
+
+
+def dump_yaml(data: Mapping[str, Any]) -> str:
+    """A task mapping as YAML: field order kept, sources as ``|`` blocks, short lists inline."""
+    return yaml.dump(dict(data), Dumper=_BlockDumper, sort_keys=False, width=120, default_flow_style=None)
 
 
 class _BlockDumper(yaml.SafeDumper):

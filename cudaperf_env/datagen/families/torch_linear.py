@@ -35,7 +35,8 @@ def linear(rng: np.random.Generator, variant: int) -> dict[str, Any]:
     if bias:
         params.append(("fc.bias", buffer("bias", "in", "float32", ["OUT"], PARAM_INIT)))
     names = ["x", "weight", *(["bias"] if bias else []), "y"]
-    sig = ", ".join(f"const float* {n}" for n in names[:-1]) + ", float* y, int batch, int in_features, int out_features"
+    sig = ", ".join(f"const float* {n}" for n in names[:-1])
+    sig += ", float* y, int batch, int in_features, int out_features"
     call = f"x, weight, {'bias' if bias else 'nullptr'}, y, batch, out_features, in_features"
     return torch_task(
         name="linear", family="linear",
@@ -67,7 +68,8 @@ def matmul(rng: np.random.Generator, variant: int) -> dict[str, Any]:
     sig = "const float* a, const float* b, float* c, int m, int k, int n"
     return torch_task(
         name="matmul", family="matmul",
-        description=f"c = {pipeline('(a @ b^T)' if transposed else '(a @ b)', post.words)} (left to right) for a [M, K], "
+        description=f"c = {pipeline('(a @ b^T)' if transposed else '(a @ b)', post.words)} (left to right) "
+                    "for a [M, K], "
                     f"b {'[N, K]' if transposed else '[K, N]'}.",
         source=source, inputs=inputs, parameters=[], outputs=[buffer("c", "out", "float32", ["M", "N"])],
         sizes=[scalar("m", "int32", "M"), scalar("k", "int32", "K"), scalar("n", "int32", "N")], init_inputs=[],

@@ -24,7 +24,8 @@ def activation_chain(rng: np.random.Generator, variant: int) -> dict[str, Any]:
         forward_body=[*ops.torch_lines(), "return x"], constants={"batch_size": 16, "dim": 1000},
         inputs=["torch.randn(batch_size, dim)"], init_inputs=[],
     )
-    return _pointwise("activation_chain", f"Elementwise y = {pipeline('x', ops.words)} (left to right) over a [B, D] float32 tensor.", source, ops,
+    description = f"Elementwise y = {pipeline('x', ops.words)} (left to right) over a [B, D] float32 tensor."
+    return _pointwise("activation_chain", description, source, ops,
                       affine=False)  # fmt: skip
 
 
@@ -37,7 +38,8 @@ def affine_chain(rng: np.random.Generator, variant: int) -> dict[str, Any]:
         forward_params="x", forward_body=["x = x * self.weight + self.bias", *ops.torch_lines(), "return x"],
         constants={"batch_size": 16, "dim": 1000}, inputs=["torch.randn(batch_size, dim)"], init_inputs=["dim"],
     )
-    return _pointwise("affine_chain", f"y = {pipeline('(x * weight + bias)', ops.words)} (left to right) over a [B, D] float32 tensor; "
+    return _pointwise("affine_chain", f"y = {pipeline('(x * weight + bias)', ops.words)} (left to right) over a "
+                      "[B, D] float32 tensor; "
                       "weight and bias are per-feature parameters [D].",
                       source, ops, affine=True)  # fmt: skip
 

@@ -78,7 +78,8 @@ def softmax(rng: np.random.Generator, variant: int) -> dict[str, Any]:
     # softmax outputs are about 1/D: a small atol, or an all-zero output would pass
     tol = {"rtol": 1.0e-3, "atol": 1.0e-4} if log else {"rtol": 1.0e-3, "atol": 1.0e-7}
     words = pipeline("x", pre.words, f"{name}(dim=-1)")
-    return _task("softmax", f"Row-wise y = {words} (left to right) of a [B, D] float32 tensor.", _source(f"Computes {words}.", body),
+    description = f"Row-wise y = {words} (left to right) of a [B, D] float32 tensor."
+    return _task("softmax", description, _source(f"Computes {words}.", body),
                  RowProgram(passes, f"post({out})", per_element=True), pre, Chain(()), tol)  # fmt: skip
 
 
@@ -101,7 +102,8 @@ def norm(rng: np.random.Generator, variant: int) -> dict[str, Any]:
                      residual=residual)  # fmt: skip
     program = RowProgram(passes, out, per_element=True, residual=residual, affine=affine)
     return _task("norm", f"y = {words} (left to right), the norm over the last dimension of a [B, D] float32 "
-                 "tensor with its learned per-feature parameters.", source, program, pre, post, {"rtol": 1.0e-3, "atol": 1.0e-4})
+                 "tensor with its learned per-feature parameters.", source, program, pre, post,
+                 {"rtol": 1.0e-3, "atol": 1.0e-4})
 
 
 def _source(doc: str, body: list[str], init: str = "", residual: bool = False) -> str:
@@ -166,7 +168,8 @@ def _kernels(program: RowProgram, sig: str, call: str) -> list[tuple[str, list[s
                    f"{p.var} = combine_{p.op}({p.var}, {p.elem}); }}\n")
         block.append(strided.replace("LANE", "threadIdx.x").replace("STEP", "blockDim.x")
                      + f"  {p.var} = block_{p.op}({p.var}, shared);\n  {after}\n")  # fmt: skip
-        warp.append(strided.replace("LANE", "lane").replace("STEP", "32") + f"  {p.var} = warp_{p.op}({p.var});\n  {after}\n")
+        warp.append(strided.replace("LANE", "lane").replace("STEP", "32")
+                    + f"  {p.var} = warp_{p.op}({p.var});\n  {after}\n")
     combines = "".join(f"__device__ __forceinline__ float combine_{op}(float a, float b) {{ return {c}; }}\n"
                        for op, (_, c) in _COMBINE.items())  # fmt: skip
     only_first = "" if program.per_element else "if (threadIdx.x == 0) "
