@@ -30,7 +30,7 @@ DATA_DIR = Path(__file__).resolve().parents[1] / "tasks" / "data" / "dataset"
 DATA_FILE = DATA_DIR / "c2cuda.jsonl.gz"
 CARD_FILE = Path(__file__).resolve().parents[2] / "docs" / "dataset-card.md"
 FAMILIES_BY_KIND: dict[str, Mapping[str, Generator]] = {"c2cuda": FAMILIES, "torch2cuda": TORCH_FAMILIES}
-DATA_FILES = {"c2cuda": DATA_FILE, "torch2cuda": DATA_DIR / "torch2cuda.jsonl.gz"}
+DATA_FILES = {"c2cuda": DATA_FILE, "torch2cuda": DATA_DIR / "torch2cuda" / "torch2cuda.jsonl.gz"}  # own splits, report
 
 
 @dataclass(frozen=True)
