@@ -81,6 +81,7 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", help="play a scripted agent through one episode and show the rewards")
     p.add_argument("--backend", default="auto", choices=["cpu", "cuda", "auto"])
+    p.add_argument("--kind", default="c2cuda", choices=["c2cuda", "torch2cuda"], help="which env family to play")
     p.set_defaults(run=_demo)
     return parser
 
@@ -199,7 +200,7 @@ def _as_reply(path: Path) -> str:
 def _demo(args: argparse.Namespace) -> None:
     from cudaperf_env.demo import run_demo
 
-    run_demo(args.backend, Console())
+    run_demo(args.backend, Console(), args.kind)
 
 
 if __name__ == "__main__":

@@ -42,3 +42,15 @@ def test_the_env_lists_only_its_kind():
     env = gym.make("CudaPerf-Torch2CUDA-v0", backend="cpu").unwrapped
     assert set(env.tasks) == set(TASKS) and all(t.kind == "torch2cuda" for t in env.tasks.values())
     env.close()
+
+
+def test_the_demo_plays_a_torch2cuda_episode():
+    import io
+
+    from rich.console import Console
+
+    from cudaperf_env.demo import run_demo
+
+    rows = run_demo("cpu", Console(file=io.StringIO()), kind="torch2cuda")
+    assert [r["status"] for r in rows] == ["wrong_answer", "ok", "ok"]
+    assert rows[0]["task_id"] == "torch2cuda/linear_mish_relu" and rows[-1]["truncated"]
