@@ -45,6 +45,7 @@ def _parser() -> argparse.ArgumentParser:
     p = tasks.add_parser("list", help="list the tasks")
     p.add_argument("--task-dir", help="directory of task files (default: bundled tasks)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--kind", choices=["c2cuda", "torch2cuda"], help="only tasks of this kind")
     p.set_defaults(run=_tasks_list)
     p = tasks.add_parser("show", help="show one task's prompt and implementations")
     p.add_argument("id", help="task id (starter or dataset) or task file")
@@ -57,6 +58,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=".", help="folder to write NAME.yaml into")
     p.add_argument("--force", action="store_true", help="overwrite an existing file")
     p.set_defaults(run=_tasks_new)
+    p = tasks.add_parser("import-kernelbench", help="convert KernelBench-format problem files into torch2cuda tasks")
+    p.add_argument("directory", help="folder of problem files (*.py, searched recursively)")
+    p.add_argument("--out", required=True, help="folder to write the task files and import-report.json into")
+    p.add_argument("--no-check", action="store_true", help="skip running `tasks check` on the converted files")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(run=_tasks_import_kernelbench)
     p = tasks.add_parser("check", help="validate a folder of task files and run each reference (CPU)")
     p.add_argument("directory")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
@@ -74,6 +81,7 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", help="play a scripted agent through one episode and show the rewards")
     p.add_argument("--backend", default="auto", choices=["cpu", "cuda", "auto"])
+    p.add_argument("--kind", default="c2cuda", choices=["c2cuda", "torch2cuda"], help="which env family to play")
     p.set_defaults(run=_demo)
     return parser
 
@@ -81,7 +89,7 @@ def _parser() -> argparse.ArgumentParser:
 def _tasks_list(args: argparse.Namespace) -> None:
     from cudaperf_env.tasks import load_tasks
 
-    tasks = load_tasks(args.task_dir)
+    tasks = load_tasks(args.task_dir, args.kind)
     rows: list[dict[str, Any]] = [
         {"id": t.id, "kind": t.kind, "family": t.family, "configs": len(t.correctness_configs),
          "shown_configs": len(t.configs), "implementations": [i.name for i in t.implementations]}  # fmt: skip
@@ -122,6 +130,22 @@ def _tasks_new(args: argparse.Namespace) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
     print(f"wrote {out}: review the lines marked '# check:', then run `cudaperf tasks check {out.parent}`")
+
+
+def _tasks_import_kernelbench(args: argparse.Namespace) -> int:
+    from cudaperf_env.datagen.kernelbench_write import import_kernelbench
+
+    report = import_kernelbench(args.directory, args.out, check=not args.no_check)
+    if args.json:
+        print(json.dumps(report, indent=1))
+    else:
+        for row in report["converted"]:
+            print(f"converted {row['file']} -> {row['path']}")
+        for row in report["not_converted"]:
+            print(f"NOT converted {row['file']}: {row['reason']}")
+        print(f"{len(report['converted'])} of {report['files']} files converted; "
+              f"report in {args.out}/import-report.json")
+    return 0 if report["converted"] or not report["files"] else 1
 
 
 def _tasks_check(args: argparse.Namespace) -> int:
@@ -176,7 +200,7 @@ def _as_reply(path: Path) -> str:
 def _demo(args: argparse.Namespace) -> None:
     from cudaperf_env.demo import run_demo
 
-    run_demo(args.backend, Console())
+    run_demo(args.backend, Console(), args.kind)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,9 @@ from rich.panel import Panel
 from rich.table import Table
 
 DEMO_TASK = "c2cuda/saxpy_f32"
+# kind -> (env id, task) of the demo episode
+DEMO_EPISODES = {"c2cuda": ("CudaPerf-C2CUDA-v1", DEMO_TASK),
+                 "torch2cuda": ("CudaPerf-Torch2CUDA-v0", "torch2cuda/linear_mish_relu")}  # fmt: skip
 
 # A plausible first attempt with a classic bug: the grid covers only n/256 blocks
 # (floor division), so the tail of the array is never written.
@@ -29,24 +32,26 @@ def scripted_replies(task) -> list[tuple[str, str]]:
     """(label, reply) for each turn: a wrong kernel, the naive one, the best known one."""
     naive = task.implementation(task.baseline)
     best = task.implementations[-1]
+    wrong = WRONG_SUBMISSION
+    if task.kind == "torch2cuda":  # the same bug: floor division leaves the last columns unwritten
+        wrong = "```cuda\n" + naive.source.replace("(out_features + 15) / 16", "out_features / 16") + "```"
     return [
-        ("wrong grid", WRONG_SUBMISSION),
+        ("wrong grid", wrong),
         (naive.name, f"```cuda\n{naive.source}```"),
         (best.name, f"```cuda\n{best.source}```"),
     ]
 
 
-def run_demo(backend: str = "auto", console: Console | None = None) -> list[dict]:
-    """Play the scripted episode on :data:`DEMO_TASK`; print and return per-turn info dicts."""
+def run_demo(backend: str = "auto", console: Console | None = None, kind: str = "c2cuda") -> list[dict]:
+    """Play the scripted episode of ``kind`` (:data:`DEMO_EPISODES`); print and return per-turn info dicts."""
     import gymnasium as gym
 
     import cudaperf_env  # noqa: F401  (registers the ids)
 
     console = console or Console()
     replies_count = 3
-    env = gym.make(
-        "CudaPerf-C2CUDA-v1", backend=backend, max_turns=replies_count, task_ids=[DEMO_TASK], stop_on_correct=False
-    )
+    env_id, task_id = DEMO_EPISODES[kind]
+    env = gym.make(env_id, backend=backend, max_turns=replies_count, task_ids=[task_id], stop_on_correct=False)
     prompt, _ = env.reset(seed=0)
     task = env.unwrapped.task  # type: ignore[attr-defined]
     console.print(Panel(escape(prompt), title=escape(f"prompt ({task.id})"), expand=False))

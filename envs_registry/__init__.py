@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from gymnasium.envs.registration import register, registry
 
-ENV_IDS = ("CudaPerf-C2CUDA-v1", "CudaPerf-C2CUDA-v0")
+ENV_IDS = ("CudaPerf-C2CUDA-v1", "CudaPerf-C2CUDA-v0", "CudaPerf-Torch2CUDA-v0")
 PICK_IDS = ("CudaPerf-C2CUDA-Pick-v0",)
 """Discrete variants for classic RL (``cudaperf_env.integrations.pick``): Box observations, no backend argument."""
 
@@ -15,6 +15,7 @@ PICK_IDS = ("CudaPerf-C2CUDA-Pick-v0",)
 _SPECS: dict[str, dict[str, object]] = {
     "CudaPerf-C2CUDA-v1": {"kind": "c2cuda"},  # refines to max_turns where timing exists
     "CudaPerf-C2CUDA-v0": {"kind": "c2cuda", "stop_on_correct": True},  # ends at the first correct reply
+    "CudaPerf-Torch2CUDA-v0": {"kind": "torch2cuda"},  # PyTorch reference, native CUDA entry; as C2CUDA-v1
 }
 
 

@@ -1,4 +1,5 @@
-"""Expected outputs from a task's C reference, computed in a trusted process and cached."""
+"""Expected outputs from a task's reference (C, or PyTorch through ``torch_reference``), in a trusted process,
+cached."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import numpy as np
 
 from cudaperf_env.backends.execute import Job, run_jobs
 from cudaperf_env.backends.harness import wrap
+from cudaperf_env.backends.torch_reference import TorchReference, TorchReferenceError
 from cudaperf_env.errors import CudaPerfError
 from cudaperf_env.tasks.schema import Task
 from cudaperf_env.toolchain.native import build_c_reference
@@ -34,6 +36,7 @@ class ReferenceOutputs:
         self._cache: OrderedDict[tuple, dict[str, np.ndarray]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()  # concurrent evaluations of a group share one computation
+        self._torch: TorchReference | None = None  # started on the first PyTorch reference
 
     def expected(self, task: Task, jobs: Sequence[Job], seed: int, workdir: Path) -> list[dict[str, np.ndarray]]:
         """Every buffer's expected contents after the entry runs, per job."""
@@ -54,6 +57,12 @@ class ReferenceOutputs:
         return [found[i] for i in range(len(keys))]  # never read back from the cache: storing may evict
 
     def _compute(self, task: Task, jobs: Sequence[Job], workdir: Path) -> list[dict[str, np.ndarray]]:
+        if task.reference_language == "pytorch":
+            self._torch = self._torch or TorchReference()
+            try:
+                return self._torch.expected(task, jobs, workdir, self.timeout_s)
+            except TorchReferenceError as exc:
+                raise ReferenceError(str(exc)) from None
         if task.reference_language != "c":
             raise ReferenceError(f"{task.id}: reference language {task.reference_language!r} is not supported yet")
         build = build_c_reference(wrap(task, task.reference_source, "c", "reference.c"))

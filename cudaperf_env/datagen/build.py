@@ -11,7 +11,7 @@ import json
 import os
 import zlib
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from multiprocessing import get_context
@@ -21,13 +21,16 @@ from typing import Any
 import numpy as np
 
 from cudaperf_env.datagen.normalize import dedupe_key
-from cudaperf_env.datagen.registry import FAMILIES, family_names
+from cudaperf_env.datagen.registry import FAMILIES, Generator
 from cudaperf_env.datagen.splits import assign_splits
+from cudaperf_env.datagen.torch_registry import TORCH_FAMILIES
 from cudaperf_env.datagen.verify import Verdict, VerifyOptions, verify_task
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "tasks" / "data" / "dataset"
 DATA_FILE = DATA_DIR / "c2cuda.jsonl.gz"
 CARD_FILE = Path(__file__).resolve().parents[2] / "docs" / "dataset-card.md"
+FAMILIES_BY_KIND: dict[str, Mapping[str, Generator]] = {"c2cuda": FAMILIES, "torch2cuda": TORCH_FAMILIES}
+DATA_FILES = {"c2cuda": DATA_FILE, "torch2cuda": DATA_DIR / "torch2cuda" / "torch2cuda.jsonl.gz"}  # own splits, report
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,7 @@ class BuildConfig:
         card: Dataset card to write (None: none).
         verify: Run the verification (off only for quick generator checks).
         verify_options: Limits of the verification.
+        kind: Task kind whose families are built (``c2cuda`` or ``torch2cuda``).
     """
 
     families: tuple[str, ...] = ()
@@ -53,24 +57,28 @@ class BuildConfig:
     card: Path | None = CARD_FILE
     verify: bool = True
     verify_options: VerifyOptions = field(default_factory=VerifyOptions)
+    kind: str = "c2cuda"
 
     def __post_init__(self) -> None:
-        unknown = sorted(set(self.families) - set(FAMILIES))
+        if self.kind not in FAMILIES_BY_KIND:
+            raise ValueError(f"unknown kind {self.kind!r}; expected one of {', '.join(FAMILIES_BY_KIND)}")
+        registered = FAMILIES_BY_KIND[self.kind]
+        unknown = sorted(set(self.families) - set(registered))
         if unknown:
-            raise ValueError(f"unknown families {unknown}; registered: {', '.join(family_names())}")
+            raise ValueError(f"unknown {self.kind} families {unknown}; registered: {', '.join(sorted(registered))}")
         if self.per_family < 1:
             raise ValueError(f"per_family must be at least 1, got {self.per_family}")
 
     @property
     def family_list(self) -> tuple[str, ...]:
-        return tuple(sorted(self.families)) if self.families else family_names()
+        return tuple(sorted(self.families or FAMILIES_BY_KIND[self.kind]))
 
 
-def generate(family: str, seed: int, variant: int) -> dict[str, Any]:
-    """Candidate ``variant`` of ``family``; its id and provenance are set here."""
+def generate(family: str, seed: int, variant: int, kind: str = "c2cuda") -> dict[str, Any]:
+    """Candidate ``variant`` of ``family`` (of ``kind``); its id and provenance are set here."""
     rng = np.random.default_rng([seed, zlib.crc32(family.encode()), variant])
-    data = FAMILIES[family](rng, variant)
-    data["id"] = f"c2cuda/{family}_{variant:04d}"
+    data = FAMILIES_BY_KIND[kind][family](rng, variant)
+    data["id"] = f"{kind}/{family}_{variant:04d}"
     data["family"] = family
     data["provenance"] = {"generator": family, "variant": variant, "seed": seed}
     return data
@@ -130,7 +138,7 @@ def build(config: BuildConfig, on_event: Callable[[str, int, Verdict | None], No
 
     started = time.perf_counter()
     families = config.family_list
-    candidates = [generate(f, config.seed, v) for f in families for v in range(config.per_family)]
+    candidates = [generate(f, config.seed, v, config.kind) for f in families for v in range(config.per_family)]
     unique, duplicates = dedupe(candidates)
     workers = config.workers or os.cpu_count() or 1
     if on_event:

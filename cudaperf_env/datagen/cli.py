@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from cudaperf_env.datagen.build import DATA_FILE, BuildConfig, build
+from cudaperf_env.datagen.build import DATA_FILE, DATA_FILES, BuildConfig, build
 from cudaperf_env.datagen.registry import family_names
 from cudaperf_env.datagen.verify import Verdict
 from cudaperf_env.dataset.load import load_records, load_splits
@@ -29,10 +29,12 @@ def add_dataset_commands(subparsers: Any) -> None:
     p = sub.add_parser("build", help="generate, dedupe, verify (CPU backend) and write the dataset")
     p.add_argument("--families", nargs="+", default=[], metavar="FAMILY",
                    help=f"families to build (default: all): {', '.join(family_names())}")
+    p.add_argument("--kind", choices=sorted(DATA_FILES), default="c2cuda", help="which families (c2cuda or torch2cuda)")
     p.add_argument("--per-family", type=int, default=12, help="candidates generated per family")
     p.add_argument("--seed", type=int, default=0, help="seed of the generators and the splits")
     p.add_argument("--workers", type=int, default=0, help="verification processes (default: one per core)")
-    p.add_argument("--out", type=Path, default=DATA_FILE, help="data file (splits and report go next to it)")
+    p.add_argument("--out", type=Path, default=None, help="data file (splits and report go next to it; default: "
+                   "the shipped file of the kind)")
     p.add_argument("--card", type=Path, default=None, help="dataset card to write (default: docs/dataset-card.md "
                    "for the shipped file, none otherwise)")
     p.add_argument("--no-verify", action="store_true", help="skip verification (generator checks only)")
@@ -42,7 +44,8 @@ def add_dataset_commands(subparsers: Any) -> None:
     p.add_argument("--out", type=Path, default=None, help="card to write (default: docs/dataset-card.md)")
     p.set_defaults(run=_card)
     p = sub.add_parser("stats", help="statistics of the shipped dataset")
-    p.add_argument("--path", type=Path, default=DATA_FILE, help="data file")
+    p.add_argument("--kind", choices=sorted(DATA_FILES), default="c2cuda", help="the shipped file of this kind")
+    p.add_argument("--path", type=Path, default=None, help="data file (default: the shipped file of --kind)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(run=_stats)
 
@@ -50,9 +53,11 @@ def add_dataset_commands(subparsers: Any) -> None:
 def _build(args: argparse.Namespace) -> int:
     from cudaperf_env.datagen.build import CARD_FILE
 
+    args.out = args.out or DATA_FILES[args.kind]
     card = args.card or (CARD_FILE if args.out.resolve() == DATA_FILE.resolve() else None)
     config = BuildConfig(families=tuple(args.families), per_family=args.per_family, seed=args.seed,
-                         workers=args.workers, out=args.out, card=card, verify=not args.no_verify)  # fmt: skip
+                         workers=args.workers, out=args.out, card=card, verify=not args.no_verify,
+                         kind=args.kind)  # fmt: skip
     columns = (TextColumn("verifying"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[kept]} kept"),
                TimeElapsedColumn(), TimeRemainingColumn())  # fmt: skip
     with Progress(*columns, console=Console(stderr=True)) as progress:
@@ -85,6 +90,7 @@ def _card(args: argparse.Namespace) -> int:
 
 
 def _stats(args: argparse.Namespace) -> int:
+    args.path = args.path or DATA_FILES[args.kind]
     stats = dataset_stats(load_records(args.path), load_splits(args.path))
     if args.json:
         print(json.dumps(stats, indent=1, sort_keys=True))

@@ -7,9 +7,10 @@ from types import MappingProxyType
 from cudaperf_env.errors import TaskNotFoundError
 from cudaperf_env.kinds.base import Kind
 from cudaperf_env.kinds.c2cuda import C2Cuda
+from cudaperf_env.kinds.torch2cuda import Torch2Cuda
 from cudaperf_env.tasks.schema import Task
 
-KINDS: MappingProxyType[str, Kind] = MappingProxyType({"c2cuda": C2Cuda()})
+KINDS: MappingProxyType[str, Kind] = MappingProxyType({"c2cuda": C2Cuda(), "torch2cuda": Torch2Cuda()})
 
 __all__ = ["KINDS", "Kind", "kind_named", "kind_of"]
 

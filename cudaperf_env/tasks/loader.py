@@ -25,6 +25,7 @@ from cudaperf_env.tasks.schema import (
     Task,
     TimingLabel,
     Tolerance,
+    TorchBinding,
     dtype_named,
 )
 
@@ -32,6 +33,7 @@ _ID = re.compile(r"^[a-z0-9]+/[a-z0-9_]+$")
 _LABEL_NUMBERS = ("median_ms", "lo_ms", "hi_ms", "trials", "mismatched")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 SCALAR_DISTRIBUTIONS = ("normal", "uniform", "randint")
+REFERENCE_LANGUAGES = ("c", "pytorch")
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -71,6 +73,9 @@ def parse_task(data: Any, path: str = "<memory>") -> Task:
     perf = v.configs(m, "perf_configs")
     args = v.args(m.get("args"), configs + hidden + perf)
     reference = v.mapping(m.get("reference"), "reference")
+    language = v.text(reference, "language", "reference.language") if "language" in reference else "c"
+    if language not in REFERENCE_LANGUAGES:
+        v.fail("reference.language", f"expected one of {', '.join(REFERENCE_LANGUAGES)}, got {language!r}")
     # A user's task may be a C function alone: no implementations, no baseline (speed is then
     # measured against the C reference where it is measured at all), no family.
     implementations = v.implementations(m["implementations"]) if "implementations" in m else ()
@@ -88,13 +93,14 @@ def parse_task(data: Any, path: str = "<memory>") -> Task:
         hidden_configs=hidden,
         perf_configs=perf,
         tolerances=v.tolerances(m.get("tolerance"), args),
-        reference_language=v.text(reference, "language", "reference.language") if "language" in reference else "c",
+        reference_language=language,
         reference_source=v.text(reference, "source", "reference.source"),
         baseline=baseline,
         implementations=implementations,
         path=path,
         checker=v.c_function(m["checker"], "checker") if "checker" in m else None,
         generator=v.c_function(m["generator"], "generator") if "generator" in m else None,
+        torch=v.torch_binding(reference, args, configs + hidden + perf) if language == "pytorch" else None,
     )
     if "signature" in m and _normalize(str(m["signature"])) != _normalize(task.signature):
         v.fail("signature", f"does not match args: args imply '{task.signature}'")
@@ -313,6 +319,42 @@ class _Validator:
                 self.fail(f"{field}.{key}", f"expected a non-negative number, got {x!r}")
             values.append(float(x))
         return Tolerance(*values)
+
+    def torch_binding(self, reference: Mapping[str, Any], args: tuple[Arg, ...], configs: tuple[Config, ...]
+                      ) -> TorchBinding:  # fmt: skip
+        """``reference.inputs/outputs/parameters/init_inputs`` of a PyTorch reference, checked against ``args``."""
+        roles = {a.name: a.role for a in args}
+
+        def names(key: str, role: str, required: bool) -> tuple[str, ...]:
+            value = reference.get(key, [])
+            if not isinstance(value, list) or (required and not value):
+                self.fail(f"reference.{key}", f"expected a {'non-empty ' if required else ''}list of argument names")
+            for name in value:
+                if roles.get(name) != role:
+                    self.fail(f"reference.{key}", f"{name!r} is not an argument with role {role}")
+            return tuple(value)
+
+        inputs, outputs = names("inputs", "in", False), names("outputs", "out", True)
+        params = self.mapping(reference.get("parameters", {}), "reference.parameters")
+        for key, name in params.items():
+            if not isinstance(key, str) or roles.get(name) != "in":
+                self.fail(f"reference.parameters.{key}", f"expected the name of an `in` argument, got {name!r}")
+        bound = [*inputs, *outputs, *params.values()]
+        duplicate = sorted({n for n in bound if bound.count(n) > 1})
+        unbound = [a.name for a in args if a.is_buffer and a.name not in bound]
+        if duplicate or unbound:
+            what = f"bound twice: {', '.join(duplicate)}" if duplicate else f"not bound: {', '.join(unbound)}"
+            self.fail("reference", f"every buffer must be exactly one of inputs, parameters, outputs ({what})")
+        init = reference.get("init_inputs", [])
+        if not isinstance(init, list) or not all(isinstance(x, (str, int, float)) for x in init):
+            self.fail("reference.init_inputs", "expected a list of expressions (Model's constructor arguments)")
+        binding = TorchBinding(inputs, outputs, dict(params), tuple(init))
+        for cfg in configs:
+            try:
+                binding.init_values(cfg)
+            except ValueError as exc:
+                self.fail("reference.init_inputs", str(exc))
+        return binding
 
     def implementations(self, value: Any) -> tuple[Implementation, ...]:
         out, names = [], set()

@@ -146,6 +146,30 @@ class CFunction:
 
 
 @dataclass(frozen=True)
+class TorchBinding:
+    """How a PyTorch reference's module meets the entry's arguments (``reference.language: pytorch``).
+
+    The trusted reference builds ``Model(*init_inputs)``, loads ``parameters`` into it,
+    calls ``forward(*inputs)`` and writes its result(s) to ``outputs``.
+
+    Attributes:
+        inputs: Names of the ``in`` buffers passed to ``forward``, in order.
+        outputs: Names of the ``out`` buffers receiving ``forward``'s result (a tensor or a tuple), in order.
+        parameters: ``state_dict`` key (``fc.weight``) -> name of the ``in`` buffer holding its values.
+        init_inputs: Arguments of ``Model(...)``: expressions of the configuration's symbols or float literals.
+    """
+
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    parameters: Mapping[str, str] = field(default_factory=dict)
+    init_inputs: tuple[str | int | float, ...] = ()
+
+    def init_values(self, config: Config) -> tuple[int | float, ...]:
+        """``Model``'s arguments under ``config``."""
+        return tuple(evaluate(x, config) for x in self.init_inputs)
+
+
+@dataclass(frozen=True)
 class Task:
     """One task: what to compute, the entry to define, inputs, references.
 
@@ -167,6 +191,7 @@ class Task:
         path: File the task was loaded from ("" when built in code).
         checker: Judges the outputs instead of comparing them with the reference's (None: compare).
         generator: Fills the input buffers in place of their ``init`` (None: the distributions).
+        torch: For a PyTorch reference, how its module binds to ``args`` (None for C).
     """
 
     id: str
@@ -186,6 +211,7 @@ class Task:
     path: str = ""
     checker: CFunction | None = None
     generator: CFunction | None = None
+    torch: TorchBinding | None = None
 
     @property
     def signature(self) -> str:

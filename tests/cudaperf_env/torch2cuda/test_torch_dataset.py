@@ -1,0 +1,46 @@
+"""The torch2cuda dataset: a verified build through the shared builder, the shipped file, `dataset stats --kind`."""
+
+import json
+
+import pytest
+
+from cudaperf_env.cli import main
+from cudaperf_env.datagen.build import DATA_FILES, BuildConfig, build, generate
+from cudaperf_env.dataset.load import load_records, load_splits
+from cudaperf_env.dataset.stats import dataset_stats
+from cudaperf_env.tasks import parse_task
+
+SHIPPED = DATA_FILES["torch2cuda"]
+
+
+def test_a_verified_build_keeps_tasks_whose_implementations_all_pass(tmp_path):
+    out = tmp_path / "torch2cuda.jsonl.gz"
+    report = build(BuildConfig(kind="torch2cuda", families=("activation_chain", "softmax"), per_family=1, workers=1,
+                               out=out, card=None))  # fmt: skip
+    assert report["kept"] == 2 and report["candidates"] == 2 and not report["drops"]
+    stats = dataset_stats(load_records(out), load_splits(out))
+    assert (stats["tasks"], stats["families"], stats["implementations"]) == (2, 2, 6)
+    assert stats["min_configs_per_task"] >= 3 and stats["min_implementations_per_task"] >= 3
+
+
+def test_generated_ids_carry_the_kind_and_unknown_families_are_named():
+    assert generate("linear", 0, 7, "torch2cuda")["id"] == "torch2cuda/linear_0007"
+    with pytest.raises(ValueError, match="unknown torch2cuda families"):
+        BuildConfig(kind="torch2cuda", families=("saxpy",))
+    with pytest.raises(ValueError, match="unknown kind"):
+        BuildConfig(kind="julia2cuda")
+
+
+@pytest.mark.skipif(not SHIPPED.is_file(), reason="no torch2cuda dataset shipped in this checkout")
+def test_shipped_file_is_valid_and_stats_take_the_kind(capsys):
+    records = load_records(SHIPPED)
+    tasks = [parse_task(r, r["id"]) for r in records]
+    assert all(t.kind == "torch2cuda" and len(t.configs) >= 3 and len(t.implementations) >= 3 for t in tasks)
+    assert len({t.reference_source for t in tasks}) == len(tasks)
+    assert main(["dataset", "stats", "--kind", "torch2cuda", "--json"]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert stats["tasks"] == len(records) and stats["families"] >= 5
+    assert stats["implementations"] == sum(len(r["implementations"]) for r in records)
+    splits = load_splits(SHIPPED)
+    assert splits["test_families"] and sorted(splits["train"] + splits["validation"] + splits["test"]) == sorted(
+        r["id"] for r in records)
