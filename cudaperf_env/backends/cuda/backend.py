@@ -240,7 +240,10 @@ class CudaBackend:
         return timing
 
     def _c_reference_ms(self, task: Task, workdir: Path) -> tuple[float, ...]:
-        """Serial C reference time per timing configuration, on the first timing input set (cached)."""
+        """Serial C reference time per timing configuration, on the first timing input set (cached); NaN for
+        a reference in another language (a PyTorch reference is not timed on the host)."""
+        if task.reference_language != "c":
+            return tuple(math.nan for _ in _timing_configs(task))
         times = []
         for index, config in enumerate(_timing_configs(task)):
             key = (task.id, index)
