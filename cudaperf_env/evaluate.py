@@ -28,6 +28,7 @@ import numpy as np
 
 from cudaperf_env.analysis import StructuralReport, analyze
 from cudaperf_env.backends.base import Backend, Build, Crash, Job, TimingResult, Worker
+from cudaperf_env.backends.launch_limits import write_resources
 from cudaperf_env.backends.reference import ReferenceOutputs
 from cudaperf_env.judge import ConfigOutcome, judge
 from cudaperf_env.kinds import kind_of
@@ -221,6 +222,7 @@ def run_and_judge(ctx: Context) -> Context | Evaluation:
     want = ctx.pending["expected"].result()
     assert ctx.build is not None and ctx.worker is not None
     started = time.perf_counter()
+    write_resources(ctx.workdir, ctx.result.kernels, ctx.options.arch)  # the CPU runtime's launch limits
     runs = ctx.backend.run(ctx.build, ctx.task, ctx.jobs, ctx.workdir, ctx.worker)
     ctx.seconds["run"] = time.perf_counter() - started
     ctx.outcomes = judge(ctx.task, ctx.jobs, runs, want)

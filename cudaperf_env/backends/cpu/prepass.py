@@ -20,6 +20,12 @@ from cudaperf_env.source.unit import Unit, parse
 
 _Edit = tuple[int, int, str]  # (start offset, end offset, replacement)
 
+# Macros whose value differs between nvcc's device pass and the CPU build: code that tests them shows
+# one face to each (``docs/cpu-backend.md``, section 1).
+_SPLIT_MACROS = re.compile(r"__CUDA_ARCH__|__CUDA_ARCH_LIST__|__CUDA_ARCH_(?:FEAT|SPECIFIC|FAMILY)\w*|__NVCC__"
+                           r"|__CUDACC_RTC__|CUDAPERF_CPU_RUNTIME")
+_COMMENT = re.compile(r"//.*|/\*.*?(?:\*/|$)", re.S)
+
 # construct -> (identifier pattern, token that must follow or None, what to do instead).
 # The first matching construct wins.
 _CONSTRUCTS: Mapping[str, tuple[re.Pattern[str], str | None, str]] = MappingProxyType(
@@ -69,6 +75,12 @@ _CONSTRUCTS: Mapping[str, tuple[re.Pattern[str], str | None, str]] = MappingProx
             re.compile(r"__pipeline_\w+|memcpy_async|cp_async\w*"), None,
             "asynchronous copies (`{name}`, cp.async) are not supported on the CPU backend yet; "
             "copy into shared memory with ordinary loads and stores, then __syncthreads()",
+        ),
+        "split_personality": (
+            _SPLIT_MACROS, None,
+            "`{name}` lets code differ between the GPU build and the CPU backend's single host build "
+            "(nvcc compiles device code with __CUDA_ARCH__ defined, the CPU backend without), so what "
+            "is checked here would not be what runs on the GPU; remove the conditional and keep one code path",
         ),
         "cuda_graph": (
             re.compile(r"cudaGraph\w*|cudaStream(?:Begin|End)Capture\w*"), None,
@@ -129,6 +141,7 @@ def prepass(source: str, filename: str = "submission.cu") -> PrepassResult:
     kernels = {f.name: f.name in reach for f in unit.functions if f.is_kernel}
     edits: list[_Edit] = []
     rejections = list(_construct_rejections(unit))
+    rejections.extend(_directive_rejections(unit))
     for toks, params in _token_lists(unit):
         partner = unit.partner if params is None else match_brackets(toks)
         launches, errors = find_launches(toks, partner)
@@ -176,6 +189,15 @@ def _construct_rejections(unit: Unit) -> Iterator[Rejection]:
                 if follow is None or (k + 1 < len(toks) and toks[k + 1].text == follow):
                     yield _reject(tok.line, construct, message.format(name=tok.text))
                     break
+
+
+def _directive_rejections(unit: Unit) -> Iterator[Rejection]:
+    """Conditionals (``#if``, ``#ifdef``, ...) on a macro whose value differs between nvcc and the CPU build."""
+    for tok in unit.directives:
+        found = _SPLIT_MACROS.search(_COMMENT.sub(" ", tok.text))
+        if found is not None:
+            _, _, message = _CONSTRUCTS["split_personality"]
+            yield _reject(tok.line, "split_personality", message.format(name=found.group(0)))
 
 
 def _launch_edits(

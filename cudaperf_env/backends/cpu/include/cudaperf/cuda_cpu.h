@@ -11,6 +11,7 @@
 #include <cudaperf/fiber.h>
 #include <cudaperf/block.h>
 #include <cudaperf/signals.h>
+#include <cudaperf/launch_limits.h>
 #include <cudaperf/launch.h>
 #include <cudaperf/warp.h>
 #include <cudaperf/atomics.h>

@@ -179,26 +179,18 @@ CUDAPERF_LINKED Pool& pool() {
 
 inline pthread_mutex_t g_launch_mutex = PTHREAD_MUTEX_INITIALIZER;
 
-inline bool valid_launch(dim3 grid, dim3 block, size_t smem) {
-  if (block.x == 0 || block.y == 0 || block.z == 0) return false;
-  if (grid.x == 0 || grid.y == 0 || grid.z == 0) return false;
-  if (block.x > kMaxBlockDimXY || block.y > kMaxBlockDimXY || block.z > kMaxBlockDimZ) return false;
-  if (static_cast<unsigned long long>(block.x) * block.y * block.z > kMaxThreadsPerBlock)
-    return false;
-  if (grid.x > kMaxGridDimX || grid.y > kMaxGridDimYZ || grid.z > kMaxGridDimYZ) return false;
-  return smem <= kMaxDynamicShared;
-}
-
 #if !CUDAPERF_DEFINE_LINKED
 CUDAPERF_LINKED void launch_erased(const char* kernel, int line, dim3 grid, dim3 block,
                                    size_t smem, bool fibers, void (*body)(void*), void* ctx);
 #else
 CUDAPERF_LINKED void launch_erased(const char* kernel, int line, dim3 grid, dim3 block,
                                    size_t smem, bool fibers, void (*body)(void*), void* ctx) {
-  if (!valid_launch(grid, block, smem)) {
-    record_error(cudaErrorInvalidConfiguration);
+  cudaError_t refused = check_launch_limits(kernel, grid, block, smem);
+  if (refused != cudaSuccess) {
+    record_error(refused);
     return;
   }
+  install_signal_handlers();  // again: a submission's own handler must never see a kernel's fault
   Worker& w = this_worker();
   if (w.kernel != nullptr) {
     Line m;
@@ -258,6 +250,7 @@ extern "C" __attribute__((used, visibility("default"))) inline void cudaperf_run
     int num_threads, int deterministic) {
   cudaperf::detail::g_config.num_threads = num_threads;
   cudaperf::detail::g_config.deterministic = deterministic != 0;
+  cudaperf::detail::load_kernel_resources();
 }
 
 // Number of kernel launches that ran so far (lets a harness check that kernels ran at all).
