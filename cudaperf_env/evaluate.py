@@ -90,16 +90,22 @@ class EvalOptions:
         max_code_chars: Largest accepted source.
         compile_timeout_s: Limit for nvcc.
         run_hidden: Also run the task's hidden configurations.
+        schedules: Extra runs of the smallest configuration, each with another seeded order of blocks and
+            threads, on backends that run blocks one after another (``cpu``): a result that depends on the
+            order is a race (``docs/cpu-backend.md``, fidelity). 0 turns them off.
     """
 
     arch: str = DEFAULT_ARCH
     max_code_chars: int = 65536
     compile_timeout_s: float = 60.0
     run_hidden: bool = True
+    schedules: int = 2
 
     def __post_init__(self) -> None:
         if self.max_code_chars <= 0 or self.compile_timeout_s <= 0:
             raise ValueError("max_code_chars and compile_timeout_s must be positive")
+        if self.schedules < 0:
+            raise ValueError(f"schedules must be >= 0, got {self.schedules}")
 
 
 @dataclass
@@ -236,6 +242,29 @@ def run_and_judge(ctx: Context) -> Context | Evaluation:
     return ctx
 
 
+def perturb_schedules(ctx: Context) -> Context | Evaluation:
+    """The smallest configuration again under seeded block and thread orders (CPU backend): the order must not matter."""
+    rerun = getattr(ctx.backend, "rerun", None)
+    if rerun is None or ctx.options.schedules == 0 or ctx.worker is None or not ctx.jobs:
+        return ctx
+    started = time.perf_counter()
+    index = min(range(len(ctx.jobs)), key=lambda k: _elements(ctx.jobs[k]))
+    job, want = ctx.jobs[index], ctx.pending["expected"].result()[index]
+    for k in range(ctx.options.schedules):
+        seed = 1 + k + 1000 * ctx.seed
+        write_resources(ctx.workdir, ctx.result.kernels, ctx.options.arch, schedule=seed)
+        runs = [rerun(ctx.task, job, ctx.workdir, ctx.worker, f"schedule-{k}")]
+        outcome = judge(ctx.task, [job], runs, [want])[0]
+        if outcome.status == Status.WRONG_ANSWER:
+            ctx.seconds["schedules"] = time.perf_counter() - started
+            message = (f"race: the result depends on the order blocks and threads run in (it passed in CUDA's "
+                       f"order, then {outcome.message} with blocks and threads started in another order); "
+                       "threads that share data need __syncthreads(), __syncwarp() or atomics")
+            return ctx.finish(Status.WRONG_ANSWER, message)
+    ctx.seconds["schedules"] = time.perf_counter() - started
+    return ctx
+
+
 def sanitize(ctx: Context) -> Context | Evaluation:
     """Memory and race checkers on the smallest configuration, where the backend has them."""
     sanitizer = ctx.backend.capabilities.sanitizer
@@ -282,6 +311,7 @@ STAGES: tuple[Stage, ...] = (
     build,
     rank,
     run_and_judge,
+    perturb_schedules,
     sanitize,
     time_against_baseline,
     against_best_known,

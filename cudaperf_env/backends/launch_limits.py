@@ -71,10 +71,18 @@ def base_name(demangled: str) -> str:
     return name.rsplit("::", 1)[-1]
 
 
-def resources_text(kernels: Sequence[KernelResources], arch: str) -> str:
-    """The resources file's contents: the arch line, then ``<registers> <static_shared> <name>`` per kernel."""
+def resources_text(kernels: Sequence[KernelResources], arch: str, schedule: int = 0) -> str:
+    """The resources file's contents: the arch line, the schedule seed, then ``<registers> <static_shared> <name>``.
+
+    Args:
+        kernels: What ptxas reported.
+        arch: The target architecture.
+        schedule: Seed of the block and thread order (0: CUDA's natural order).
+    """
     limits = arch_limits(arch)
     lines = [f"arch {arch} {limits.shared_optin} {limits.registers_per_block}"]
+    if schedule:
+        lines.append(f"schedule {int(schedule)}")
     for k in kernels:
         name = base_name(k.name)
         if name and "\n" not in name:
@@ -82,9 +90,9 @@ def resources_text(kernels: Sequence[KernelResources], arch: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_resources(workdir: Path, kernels: Sequence[KernelResources], arch: str) -> Path:
+def write_resources(workdir: Path, kernels: Sequence[KernelResources], arch: str, schedule: int = 0) -> Path:
     """Write :data:`RESOURCES_FILE` into ``workdir`` (readable by the worker's user) and return its path."""
     path = Path(workdir) / RESOURCES_FILE
-    path.write_text(resources_text(kernels, arch), encoding="utf-8")
+    path.write_text(resources_text(kernels, arch, schedule), encoding="utf-8")
     path.chmod(0o644)
     return path

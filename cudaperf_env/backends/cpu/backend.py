@@ -11,7 +11,7 @@ from pathlib import Path
 from cudaperf_env.backends.base import Build, CallResult, Capabilities, Job, Worker
 from cudaperf_env.backends.cpu.compiler import build_cpu
 from cudaperf_env.backends.cpu.prepass import prepass
-from cudaperf_env.backends.execute import run_jobs
+from cudaperf_env.backends.execute import call_once, run_jobs
 from cudaperf_env.backends.harness import wrap
 from cudaperf_env.backends.sandbox import WorkerProcess
 from cudaperf_env.source.screen import Finding
@@ -64,3 +64,11 @@ class CpuBackend:
             build.library, task, jobs, workdir, self.timeout_s, threads, self.deterministic, worker=worker,
             uid=self.sandbox_uid,
         )
+
+    def rerun(self, task: Task, job: Job, workdir: Path, worker: Worker, tag: str) -> CallResult:
+        """One more call of the library ``worker`` has loaded (after :meth:`run`), e.g. under another schedule.
+
+        The runtime reads the kernel resources file again before the call's first launch when it changed.
+        """
+        assert isinstance(worker, WorkerProcess), "rerun() takes the worker run() used"
+        return call_once(worker, task, job, workdir / f"buffers-{tag}.bin", self.timeout_s)

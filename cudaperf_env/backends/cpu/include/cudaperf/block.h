@@ -60,6 +60,9 @@ struct WarpState {
 // One per OS thread that runs blocks. Plain fields only where signal handlers read them.
 struct Worker {
   pthread_t thread;
+  // Schedule perturbation: threads start in the order (k * thread_stride + thread_offset) % n.
+  unsigned thread_stride = 1;
+  unsigned thread_offset = 0;
   // Where this thread is, for fatal reports.
   const char* volatile kernel = nullptr;  // non-null while running a kernel
   int launch_line = 0;
@@ -592,7 +595,10 @@ CUDAPERF_LINKED void run_block_fibers(Worker& w) {
     ctx_make(&w.fibers[w.contexts_made].ctx, w.stacks.lo(w.contexts_made),
              w.stacks.top(w.contexts_made));
   }
-  for (unsigned i = 0; i < n; ++i) push_ready(w, i);
+  for (unsigned k = 0; k < n; ++k) {
+    push_ready(w, static_cast<unsigned>((static_cast<unsigned long long>(k) * w.thread_stride +
+                                         w.thread_offset) % n));
+  }
   enter(w, pop_ready(w), &w.sched);
   for (;;) {
     if (w.exited == n) return;
@@ -603,6 +609,19 @@ CUDAPERF_LINKED void run_block_fibers(Worker& w) {
 #endif
 
 inline void run_block_plain(Worker& w) {
+  if (w.thread_stride != 1 || w.thread_offset != 0) {  // a perturbed schedule
+    const unsigned n = w.nthreads, bx = w.bdim.x, bxy = w.bdim.x * w.bdim.y;
+    for (unsigned k = 0; k < n; ++k) {
+      unsigned i = static_cast<unsigned>(
+          (static_cast<unsigned long long>(k) * w.thread_stride + w.thread_offset) % n);
+      uint3 t{i % bx, i / bx % w.bdim.y, i / bxy};
+      ::threadIdx = t;
+      w.plain_tid = t;
+      w.cur = i;
+      w.body(w.body_ctx);
+    }
+    return;
+  }
   unsigned i = 0;
   for (unsigned z = 0; z < w.bdim.z; ++z) {
     for (unsigned y = 0; y < w.bdim.y; ++y) {

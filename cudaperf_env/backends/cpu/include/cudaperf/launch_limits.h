@@ -21,15 +21,19 @@ inline pthread_mutex_t g_kernel_limits_mutex = PTHREAD_MUTEX_INITIALIZER;
 // The target's limits (defaults: sm_90); the kernel resources file overrides them.
 inline long g_shared_optin = 232448;     // sharedMemPerBlockOptin
 inline long g_register_file = 65536;     // registers per block (and per SM)
+// The schedule seed (0: natural order), from the kernel resources file's `schedule <seed>` line.
+inline unsigned long long g_schedule_seed = 0;
 
 // The file the parent writes beside the worker (cwd) before a run: first line
-// `arch <sm_XX> <shared_optin_bytes> <registers_per_block>`, then `<regs> <static_smem> <name>`.
+// `arch <sm_XX> <shared_optin_bytes> <registers_per_block>`, an optional `schedule <seed>` (block
+// and thread orders perturbed, launch.h), then `<regs> <static_smem> <name>` per kernel.
 constexpr const char* kKernelResourcesFile = "cudaperf_kernels.txt";
 
 #if !CUDAPERF_DEFINE_LINKED
 CUDAPERF_COLD CUDAPERF_LINKED void base_name(const char* text, char* out, size_t cap);
 CUDAPERF_COLD CUDAPERF_LINKED KernelLimits* kernel_limits(const char* name, bool create);
 CUDAPERF_COLD CUDAPERF_LINKED void load_kernel_resources();
+CUDAPERF_COLD CUDAPERF_LINKED void reload_kernel_resources_if_changed();
 CUDAPERF_COLD CUDAPERF_LINKED cudaError_t check_launch_limits(const char* kernel, dim3 grid,
                                                               dim3 block, size_t smem);
 #else
@@ -85,6 +89,7 @@ CUDAPERF_COLD CUDAPERF_LINKED KernelLimits* kernel_limits(const char* name, bool
 }
 
 CUDAPERF_COLD CUDAPERF_LINKED void load_kernel_resources() {
+  g_schedule_seed = 0;
   std::FILE* f = std::fopen(kKernelResourcesFile, "r");
   if (f == nullptr) return;  // no file: nothing is known beyond the fixed limits
   MutexLock lock(&g_kernel_limits_mutex);
@@ -92,6 +97,11 @@ CUDAPERF_COLD CUDAPERF_LINKED void load_kernel_resources() {
   while (std::fgets(line, sizeof line, f) != nullptr) {
     char arch[32], name[400];
     long a = 0, b = 0;
+    unsigned long long seed = 0;
+    if (std::sscanf(line, "schedule %llu", &seed) == 1) {
+      g_schedule_seed = seed;
+      continue;
+    }
     if (std::sscanf(line, "arch %31s %ld %ld", arch, &a, &b) == 3) {
       if (a > 0) g_shared_optin = a;
       if (b > 0) g_register_file = b;
@@ -105,6 +115,19 @@ CUDAPERF_COLD CUDAPERF_LINKED void load_kernel_resources() {
     if (k->static_shared < 0 || b < k->static_shared) k->static_shared = b;
   }
   std::fclose(f);
+}
+
+// The parent rewrites the file between calls (another schedule seed): read it again when it changed.
+CUDAPERF_COLD CUDAPERF_LINKED void reload_kernel_resources_if_changed() {
+  static long long seen = -1;
+  struct stat st;
+  long long stamp = ::stat(kKernelResourcesFile, &st) == 0
+                        ? static_cast<long long>(st.st_mtim.tv_sec) * 1000000000LL +
+                              st.st_mtim.tv_nsec + st.st_size * 7919LL + static_cast<long long>(st.st_ino)
+                        : -2;
+  if (stamp == seen) return;
+  seen = stamp;
+  load_kernel_resources();
 }
 
 // cudaSuccess, or the error a GPU returns for this launch (and runs nothing).
