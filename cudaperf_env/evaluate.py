@@ -243,7 +243,7 @@ def run_and_judge(ctx: Context) -> Context | Evaluation:
 
 
 def perturb_schedules(ctx: Context) -> Context | Evaluation:
-    """The smallest configuration again under seeded block and thread orders (CPU backend): the order must not matter."""
+    """The smallest configuration again under seeded block and thread orders (CPU backend): order must not matter."""
     rerun = getattr(ctx.backend, "rerun", None)
     if rerun is None or ctx.options.schedules == 0 or ctx.worker is None or not ctx.jobs:
         return ctx

@@ -29,7 +29,8 @@ __global__ void staged_sum(int n, const float* x, float* out) {
 def dynamic_smem(opt_in: bool) -> str:
     """256 threads asking for 64 KiB of dynamic shared memory, with or without the opt-in."""
     attribute = "  cudaFuncSetAttribute(staged_sum, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536);\n"
-    return DYNAMIC_SMEM + (attribute if opt_in else "") + "  staged_sum<<<(n + 255) / 256, 256, 65536>>>(n, x, out);\n}\n"
+    launch = "  staged_sum<<<(n + 255) / 256, 256, 65536>>>(n, x, out);\n}\n"
+    return DYNAMIC_SMEM + (attribute if opt_in else "") + launch
 
 
 # 96 registers per thread on sm_90 (nvcc 13, -O3): more than 64 x 1024 fit in the register file.

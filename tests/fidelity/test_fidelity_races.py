@@ -61,7 +61,8 @@ UNDETECTED = {
 }
 
 BENIGN = {
-    "atomic_per_element": kernel("  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) atomicAdd(out, x[i]);\n"),
+    "atomic_per_element": kernel(
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) atomicAdd(out, x[i]);\n"),
     "tree_with_barriers": kernel(
         LOAD + "  __syncthreads();\n"
         "  for (int o = 128; o > 0; o >>= 1) { if (t < o) s[t] += s[t + o]; __syncthreads(); }\n"
