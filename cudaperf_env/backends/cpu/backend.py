@@ -44,7 +44,7 @@ class CpuBackend:
         return Capabilities()
 
     def build(self, task: Task, code: str, cancel: threading.Event | None = None) -> Build:
-        passed = prepass(code)
+        passed = prepass(code, entry=task.entry)
         if passed.rejections:
             unsupported = tuple(Finding(r.line, r.construct, r.message) for r in passed.rejections)
             return Build(False, unsupported=unsupported)

@@ -9,6 +9,7 @@
 #include <cudaperf/runtime_types.h>
 #include <cudaperf/fatal.h>
 #include <cudaperf/fiber.h>
+#include <cudaperf/device_memory.h>
 #include <cudaperf/block.h>
 #include <cudaperf/signals.h>
 #include <cudaperf/launch_limits.h>

@@ -229,6 +229,7 @@ CUDAPERF_LINKED void launch_erased(const char* kernel, int line, dim3 grid, dim3
     fatal_exit_flush("abort", kExitAbort, m);
   }
   MutexLock lock(&g_launch_mutex);
+  DeviceDoor door;      // kernels see device memory; host code does not
   std::fflush(stdout);  // host output first, then the kernel's printf output
   Job job;
   job.next = 0;
