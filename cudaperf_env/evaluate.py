@@ -93,6 +93,8 @@ class EvalOptions:
         schedules: Extra runs of the smallest configuration, each with another seeded order of blocks and
             threads, on backends that run blocks one after another (``cpu``): a result that depends on the
             order is a race (``docs/cpu-backend.md``, fidelity). 0 turns them off.
+        racecheck: One more run of the smallest configuration under the shadow-memory race detector, on
+            backends that have one (``cpu``).
     """
 
     arch: str = DEFAULT_ARCH
@@ -100,6 +102,7 @@ class EvalOptions:
     compile_timeout_s: float = 60.0
     run_hidden: bool = True
     schedules: int = 2
+    racecheck: bool = True
 
     def __post_init__(self) -> None:
         if self.max_code_chars <= 0 or self.compile_timeout_s <= 0:
@@ -265,6 +268,22 @@ def perturb_schedules(ctx: Context) -> Context | Evaluation:
     return ctx
 
 
+def check_races(ctx: Context) -> Context | Evaluation:
+    """The smallest configuration under the backend's shadow-memory race detector (CPU backend)."""
+    race_check = getattr(ctx.backend, "race_check", None)
+    if race_check is None or not ctx.options.racecheck or ctx.worker is None or not ctx.jobs:
+        return ctx
+    started = time.perf_counter()
+    index = min(range(len(ctx.jobs)), key=lambda k: _elements(ctx.jobs[k]))
+    write_resources(ctx.workdir, ctx.result.kernels, ctx.options.arch, racecheck=True)
+    result = race_check(ctx.task, _code(ctx), ctx.jobs[index], ctx.workdir, ctx.worker)
+    ctx.seconds["racecheck"] = time.perf_counter() - started
+    if result is not None and result.crash_kind == "race":
+        return ctx.finish(Status.WRONG_ANSWER, f"race: {result.message}; make the threads' accesses atomic or "
+                                               "order them with __syncthreads() or __syncwarp()")  # fmt: skip
+    return ctx
+
+
 def sanitize(ctx: Context) -> Context | Evaluation:
     """Memory and race checkers on the smallest configuration, where the backend has them."""
     sanitizer = ctx.backend.capabilities.sanitizer
@@ -312,6 +331,7 @@ STAGES: tuple[Stage, ...] = (
     rank,
     run_and_judge,
     perturb_schedules,
+    check_races,
     sanitize,
     time_against_baseline,
     against_best_known,

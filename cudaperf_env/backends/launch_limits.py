@@ -71,18 +71,21 @@ def base_name(demangled: str) -> str:
     return name.rsplit("::", 1)[-1]
 
 
-def resources_text(kernels: Sequence[KernelResources], arch: str, schedule: int = 0) -> str:
+def resources_text(kernels: Sequence[KernelResources], arch: str, schedule: int = 0, racecheck: bool = False) -> str:
     """The resources file's contents: the arch line, the schedule seed, then ``<registers> <static_shared> <name>``.
 
     Args:
         kernels: What ptxas reported.
         arch: The target architecture.
         schedule: Seed of the block and thread order (0: CUDA's natural order).
+        racecheck: Turn on the race detector of a race-check build (one worker thread).
     """
     limits = arch_limits(arch)
     lines = [f"arch {arch} {limits.shared_optin} {limits.registers_per_block}"]
     if schedule:
         lines.append(f"schedule {int(schedule)}")
+    if racecheck:
+        lines.append("racecheck 1")
     for k in kernels:
         name = base_name(k.name)
         if name and "\n" not in name:
@@ -90,9 +93,11 @@ def resources_text(kernels: Sequence[KernelResources], arch: str, schedule: int 
     return "\n".join(lines) + "\n"
 
 
-def write_resources(workdir: Path, kernels: Sequence[KernelResources], arch: str, schedule: int = 0) -> Path:
+def write_resources(
+    workdir: Path, kernels: Sequence[KernelResources], arch: str, schedule: int = 0, racecheck: bool = False
+) -> Path:
     """Write :data:`RESOURCES_FILE` into ``workdir`` (readable by the worker's user) and return its path."""
     path = Path(workdir) / RESOURCES_FILE
-    path.write_text(resources_text(kernels, arch, schedule), encoding="utf-8")
+    path.write_text(resources_text(kernels, arch, schedule, racecheck), encoding="utf-8")
     path.chmod(0o644)
     return path

@@ -1,4 +1,8 @@
-"""Races the serial block engine used to hide, and benign patterns that must pass under every schedule."""
+"""Races the serial block engine used to hide, and benign patterns that must pass under every schedule.
+
+Two mechanisms catch them on the CPU backend: seeded block and thread orders (a result that depends on
+the order), and the shadow-memory race detector (accesses CUDA leaves unordered).
+"""
 
 from pathlib import Path
 
@@ -52,12 +56,24 @@ RACY = {
         "  atomicAdd(&total, s[t]);\n  if (t == 0) atomicAdd(out, total);\n"),
 }
 
-# Wrong on a GPU, but only a shadow-memory race detector can see them: each thread's read-modify-write runs
-# whole on the CPU, in any order.
-UNDETECTED = {
+# Correct whatever order threads run in on the CPU (each read-modify-write runs whole), wrong on a GPU:
+# only the shadow-memory race detector sees them.
+LOST_UPDATES = {
     "nonatomic_accumulate": kernel("  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) out[0] += x[i];\n"),
     "shared_counter": kernel(
         "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) { float c = out[0]; out[0] = c + x[i]; }\n"),
+    "shared_memory_accumulator": kernel(
+        "  __shared__ float acc;\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (threadIdx.x == 0) acc = 0.0f;\n  __syncthreads();\n"
+        "  if (i < n) acc += x[i];\n  __syncthreads();\n  if (threadIdx.x == 0) atomicAdd(out, acc);\n"),
+    "init_without_barrier": kernel(
+        "  __shared__ float acc;\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (threadIdx.x == 0) acc = 0.0f;\n"
+        "  if (i < n) atomicAdd(&acc, x[i]);\n  __syncthreads();\n  if (threadIdx.x == 0) atomicAdd(out, acc);\n"),
+    "read_after_atomics_without_barrier": kernel(
+        "  __shared__ float acc;\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (threadIdx.x == 0) acc = 0.0f;\n  __syncthreads();\n"
+        "  if (i < n) atomicAdd(&acc, x[i]);\n  if (threadIdx.x == blockDim.x - 1) atomicAdd(out, acc);\n"),
 }
 
 BENIGN = {
@@ -132,12 +148,19 @@ def test_a_race_hidden_by_the_natural_order_is_named_a_race(evaluator):
     assert e.status == "wrong_answer" and e.message.startswith("race:"), e.message
 
 
-@pytest.mark.parametrize("name", sorted(UNDETECTED))
+@pytest.mark.parametrize("name", sorted(LOST_UPDATES))
 def test_lost_update_race_gets_no_credit(evaluator, name):
-    e = evaluator.evaluate(SUM, UNDETECTED[name], seed=1)
-    if evaluator.backend.name == "cpu" and e.correct:
-        pytest.xfail("lost updates need the shadow-memory race detector (docs/cpu-backend.md, fidelity)")
+    e = evaluator.evaluate(SUM, LOST_UPDATES[name], seed=1)
     assert not e.correct, e.message
+    if evaluator.backend.name == "cpu":
+        assert e.status == "wrong_answer", e.message
+
+
+def test_race_feedback_names_buffer_element_threads_and_lines(evaluator):
+    if evaluator.backend.name != "cpu":
+        pytest.skip("the race report is the CPU backend's")
+    e = evaluator.evaluate(SUM, LOST_UPDATES["nonatomic_accumulate"], seed=1)
+    assert "`out[0]`" in e.message and "line 3" in e.message and "block (0,0,0)" in e.message, e.message
 
 
 @pytest.mark.parametrize("name", sorted(BENIGN))

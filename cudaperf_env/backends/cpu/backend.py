@@ -11,6 +11,7 @@ from pathlib import Path
 from cudaperf_env.backends.base import Build, CallResult, Capabilities, Job, Worker
 from cudaperf_env.backends.cpu.compiler import build_cpu
 from cudaperf_env.backends.cpu.prepass import prepass
+from cudaperf_env.backends.cpu.racecheck import run_race_check
 from cudaperf_env.backends.execute import call_once, run_jobs
 from cudaperf_env.backends.harness import wrap
 from cudaperf_env.backends.sandbox import WorkerProcess
@@ -72,3 +73,8 @@ class CpuBackend:
         """
         assert isinstance(worker, WorkerProcess), "rerun() takes the worker run() used"
         return call_once(worker, task, job, workdir / f"buffers-{tag}.bin", self.timeout_s)
+
+    def race_check(self, task: Task, code: str, job: Job, workdir: Path, worker: Worker) -> CallResult | None:
+        """``job`` once under the shadow-memory race detector (:mod:`cudaperf_env.backends.cpu.racecheck`)."""
+        assert isinstance(worker, WorkerProcess), "race_check() takes the worker run() used"
+        return run_race_check(task, code, job, workdir, worker, self.timeout_s, self.build_timeout_s)

@@ -94,10 +94,14 @@ struct Worker {
   unsigned warp_streak = 0;    // warp collectives completed, for fair queueing
   unsigned contexts_made = 0;  // fibers [0, contexts_made) have a context (parked or fresh)
   unsigned contexts_epoch = ~0u;
+  // Race detector (racecheck.h): completed __syncthreads of the block, warp collectives per warp.
+  unsigned race_epoch = 0;
+  unsigned race_warp_epoch[kMaxThreadsPerBlock / 32] = {};
   Ctx sched;  // the worker's own stack, where the block scheduler runs
 };
 
 CUDAPERF_TLS Worker* tls_worker = nullptr;
+CUDAPERF_TLS char* tls_dynamic_shared = nullptr;  // the running block's dynamic shared memory
 
 inline void push_ready(Worker& w, unsigned i) {
   w.fibers[i].state = kReady;
@@ -173,6 +177,7 @@ inline int barrier_result(int op, unsigned arrived, unsigned true_count) {
 }
 
 inline void release_barrier(Worker& w) {
+  ++w.race_epoch;
   w.bar_result = barrier_result(w.bar_op, w.bar_arrived, w.bar_true);
   w.bar_line = -1;
   for (unsigned i = 0; i < w.nthreads; ++i) {
@@ -352,6 +357,7 @@ CUDAPERF_LINKED void compute_collective(Fiber* lanes, uint32_t kind, uint32_t ar
 // lanes become runnable (the completing lane, if any, keeps running).
 inline void complete_pending(Worker& w, unsigned warp, unsigned k, int running_lane) {
   WarpState& ws = w.warps[warp];
+  ++w.race_warp_epoch[warp];
   Pending done = ws.pending[k];
   ws.pending[k] = ws.pending[--ws.npending];
   Fiber* lanes = &w.fibers[warp * 32];

@@ -35,6 +35,8 @@
 #include <vector>
 
 #include <assert.h>
+#include <dlfcn.h>
+#include <link.h>
 #include <fenv.h>
 #include <math.h>
 #include <pthread.h>

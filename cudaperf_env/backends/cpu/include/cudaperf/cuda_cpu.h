@@ -13,6 +13,7 @@
 #include <cudaperf/block.h>
 #include <cudaperf/signals.h>
 #include <cudaperf/launch_limits.h>
+#include <cudaperf/racecheck.h>
 #include <cudaperf/launch.h>
 #include <cudaperf/warp.h>
 #include <cudaperf/atomics.h>

@@ -18,6 +18,8 @@ struct DeviceRegion {
   size_t bytes;
   int prot;      // protection outside host code
   bool harness;  // a mapping of the harness's buffers (forgotten when the entry returns)
+  const char* base;  // the entry's argument that points into it (harness), else lo
+  int arg;           // that argument's position among the entry's parameters, -1 for cudaMalloc
 };
 
 constexpr unsigned kMaxDeviceRegions = 4096;
@@ -31,10 +33,12 @@ inline bool host_protected() { return g_host_depth > 0 && g_door_depth == 0; }
 
 #if !CUDAPERF_DEFINE_LINKED
 CUDAPERF_COLD CUDAPERF_LINKED void protect_device_regions(bool closed);
-CUDAPERF_COLD CUDAPERF_LINKED bool add_device_region(void* lo, size_t bytes, int prot, bool harness);
+CUDAPERF_COLD CUDAPERF_LINKED bool add_device_region(void* lo, size_t bytes, int prot, bool harness,
+                                                     const void* base, int arg);
 CUDAPERF_COLD CUDAPERF_LINKED bool remove_device_region(void* lo);
 CUDAPERF_COLD CUDAPERF_LINKED bool in_device_region(const void* p);
-CUDAPERF_COLD CUDAPERF_LINKED void add_harness_mapping(const void* p);
+CUDAPERF_COLD CUDAPERF_LINKED void add_harness_mapping(const void* p, int arg);
+CUDAPERF_COLD CUDAPERF_LINKED const DeviceRegion* device_region_of(const void* p);
 CUDAPERF_COLD CUDAPERF_LINKED void host_scope_enter();
 CUDAPERF_COLD CUDAPERF_LINKED void host_scope_leave();
 CUDAPERF_COLD CUDAPERF_LINKED void door_open();
@@ -47,9 +51,11 @@ CUDAPERF_COLD CUDAPERF_LINKED void protect_device_regions(bool closed) {
   }
 }
 
-CUDAPERF_COLD CUDAPERF_LINKED bool add_device_region(void* lo, size_t bytes, int prot, bool harness) {
+CUDAPERF_COLD CUDAPERF_LINKED bool add_device_region(void* lo, size_t bytes, int prot, bool harness,
+                                                     const void* base, int arg) {
   if (g_device_region_count >= kMaxDeviceRegions) return false;
-  g_device_regions[g_device_region_count++] = {static_cast<char*>(lo), bytes, prot, harness};
+  const char* b = base != nullptr ? static_cast<const char*>(base) : static_cast<const char*>(lo);
+  g_device_regions[g_device_region_count++] = {static_cast<char*>(lo), bytes, prot, harness, b, arg};
   if (host_protected()) ::mprotect(lo, bytes, PROT_NONE);
   return true;
 }
@@ -66,20 +72,24 @@ CUDAPERF_COLD CUDAPERF_LINKED bool remove_device_region(void* lo) {
 }
 
 // Async-signal-safe (the fault handler asks): no locks, reads only.
-CUDAPERF_COLD CUDAPERF_LINKED bool in_device_region(const void* p) {
+CUDAPERF_COLD CUDAPERF_LINKED const DeviceRegion* device_region_of(const void* p) {
   const char* c = static_cast<const char*>(p);
   unsigned n = g_device_region_count;
   for (unsigned i = 0; i < n && i < kMaxDeviceRegions; ++i) {
     if (c >= g_device_regions[i].lo && c < g_device_regions[i].lo + g_device_regions[i].bytes)
-      return true;
+      return &g_device_regions[i];
   }
-  return false;
+  return nullptr;
+}
+
+CUDAPERF_COLD CUDAPERF_LINKED bool in_device_region(const void* p) {
+  return device_region_of(p) != nullptr;
 }
 
 // The file mapping that holds p (the harness's buffer file), from /proc/self/maps. Libraries,
 // the heap, stacks and anonymous memory are never taken: only a pointer the harness passed in
 // a data file's mapping is a device pointer.
-CUDAPERF_COLD CUDAPERF_LINKED void add_harness_mapping(const void* p) {
+CUDAPERF_COLD CUDAPERF_LINKED void add_harness_mapping(const void* p, int arg) {
   if (p == nullptr || in_device_region(p)) return;
   std::FILE* f = std::fopen("/proc/self/maps", "r");
   if (f == nullptr) return;
@@ -95,7 +105,7 @@ CUDAPERF_COLD CUDAPERF_LINKED void add_harness_mapping(const void* p) {
     bool data_file = path[0] == '/' && std::strstr(path, ".so") == nullptr;
     if (data_file && perms[0] == 'r') {
       int prot = PROT_READ | (perms[1] == 'w' ? PROT_WRITE : 0);
-      add_device_region(reinterpret_cast<void*>(lo), hi - lo, prot, true);
+      add_device_region(reinterpret_cast<void*>(lo), hi - lo, prot, true, p, arg);
     }
     break;
   }
@@ -160,7 +170,8 @@ class HostScope {
   explicit HostScope(const A&... args) {
     {
       detail::MutexLock lock(&detail::g_device_mutex);
-      (note(args), ...);
+      int arg = 0;
+      (note(args, arg++), ...);
     }
     detail::host_scope_enter();
   }
@@ -170,9 +181,10 @@ class HostScope {
 
  private:
   template <class T>
-  static void note(const T& arg) {
+  static void note(const T& value, int arg) {
     if constexpr (std::is_pointer_v<T> && std::is_object_v<std::remove_pointer_t<T>>)
-      detail::add_harness_mapping(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(arg)));
+      detail::add_harness_mapping(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(value)),
+                                  arg);
   }
 };
 

@@ -74,7 +74,7 @@ inline cudaError_t allocate_device(void** ptr, size_t bytes) {
   bool added = g_allocations.add(p, bytes);
   if (added) {
     MutexLock device(&g_device_mutex);
-    added = add_device_region(p, mapped, PROT_READ | PROT_WRITE, false);
+    added = add_device_region(p, mapped, PROT_READ | PROT_WRITE, false, p, -1);
     if (!added) g_allocations.remove(p);
   }
   if (!added) {

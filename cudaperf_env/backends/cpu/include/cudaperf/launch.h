@@ -11,7 +11,6 @@ struct RuntimeConfig {
 };
 inline RuntimeConfig g_config;
 inline unsigned long long g_launch_count = 0;  // __atomic builtins
-CUDAPERF_TLS char* tls_dynamic_shared = nullptr;
 
 inline unsigned hardware_threads() {
   cpu_set_t set;
@@ -23,7 +22,7 @@ inline unsigned hardware_threads() {
 }
 
 inline unsigned configured_workers() {
-  if (g_config.deterministic) return 1;
+  if (g_config.deterministic || g_race_requested || g_schedule_seed != 0) return 1;  // reproducible orders
   return g_config.num_threads > 0 ? static_cast<unsigned>(g_config.num_threads)
                                   : hardware_threads();
 }
@@ -230,6 +229,7 @@ CUDAPERF_LINKED void launch_erased(const char* kernel, int line, dim3 grid, dim3
   }
   MutexLock lock(&g_launch_mutex);
   DeviceDoor door;      // kernels see device memory; host code does not
+  race_launch_begin();
   std::fflush(stdout);  // host output first, then the kernel's printf output
   Job job;
   job.next = 0;

@@ -23,6 +23,8 @@ inline long g_shared_optin = 232448;     // sharedMemPerBlockOptin
 inline long g_register_file = 65536;     // registers per block (and per SM)
 // The schedule seed (0: natural order), from the kernel resources file's `schedule <seed>` line.
 inline unsigned long long g_schedule_seed = 0;
+// The race detector (racecheck.h) on, from the file's `racecheck 1` line: one worker thread then.
+inline bool g_race_requested = false;
 
 // The file the parent writes beside the worker (cwd) before a run: first line
 // `arch <sm_XX> <shared_optin_bytes> <registers_per_block>`, an optional `schedule <seed>` (block
@@ -90,6 +92,7 @@ CUDAPERF_COLD CUDAPERF_LINKED KernelLimits* kernel_limits(const char* name, bool
 
 CUDAPERF_COLD CUDAPERF_LINKED void load_kernel_resources() {
   g_schedule_seed = 0;
+  g_race_requested = false;
   std::FILE* f = std::fopen(kKernelResourcesFile, "r");
   if (f == nullptr) return;  // no file: nothing is known beyond the fixed limits
   MutexLock lock(&g_kernel_limits_mutex);
@@ -98,6 +101,11 @@ CUDAPERF_COLD CUDAPERF_LINKED void load_kernel_resources() {
     char arch[32], name[400];
     long a = 0, b = 0;
     unsigned long long seed = 0;
+    int race = 0;
+    if (std::sscanf(line, "racecheck %d", &race) == 1) {
+      g_race_requested = race != 0;
+      continue;
+    }
     if (std::sscanf(line, "schedule %llu", &seed) == 1) {
       g_schedule_seed = seed;
       continue;
