@@ -30,6 +30,8 @@ class CpuBackend:
         build_timeout_s: Wall-clock limit for g++.
         sandbox_uid: When running as root, the submission runs as this user (default 65534,
             ``nobody``) so it cannot write outside its scratch directory; None keeps root.
+        separate_memory: Close device memory to the entry's host code, as a GPU does (a host
+            dereference of a device pointer is an ``illegal_address``); False only to measure its cost.
     """
 
     threads: int = 0
@@ -37,6 +39,7 @@ class CpuBackend:
     timeout_s: float = 10.0
     build_timeout_s: float = 60.0
     sandbox_uid: int | None = 65534
+    separate_memory: bool = True
     name: str = "cpu"
 
     @property
@@ -45,7 +48,7 @@ class CpuBackend:
         return Capabilities()
 
     def build(self, task: Task, code: str, cancel: threading.Event | None = None) -> Build:
-        passed = prepass(code, entry=task.entry)
+        passed = prepass(code, entry=task.entry if self.separate_memory else None)
         if passed.rejections:
             unsupported = tuple(Finding(r.line, r.construct, r.message) for r in passed.rejections)
             return Build(False, unsupported=unsupported)
