@@ -41,7 +41,7 @@ HONEST = {
         "  float* tmp; cudaMalloc(&tmp, sizeof(float)); cudaMemset(tmp, 0, sizeof(float));\n"
         "  k<<<(n + 255) / 256, 256>>>(n, x, tmp);\n"
         "  float v = 0.0f; cudaMemcpy(&v, tmp, sizeof v, cudaMemcpyDeviceToHost);\n"
-        "  cudaMemcpy(out, &v, sizeof v, cudaMemcpyHostToDevice);\n  cudaFree(tmp);\n}\n"),
+        "  if (v == v) cudaMemcpy(out, tmp, sizeof v, cudaMemcpyDeviceToDevice);\n  cudaFree(tmp);\n}\n"),
     "memcpy_to_symbol": (
         "__device__ float scale;\n"
         "__global__ void k(int n, const float* x, float* out) {\n"
@@ -92,3 +92,23 @@ def test_not_yet_separated_cases_get_no_credit_on_a_gpu(evaluator, name):
     if evaluator.backend.name == "cpu" and e.correct:
         pytest.xfail("__device__ variables and host heap are not separated yet (docs/cpu-backend.md, fidelity)")
     assert not e.correct, (e.status, e.message)
+
+
+# Legal CUDA that a GPU credits, but the host did the work: the CPU backend gives it no credit (a policy, so
+# there is no GPU twin).
+HOST_DID_THE_WORK = (
+    "#include <vector>\n"
+    "__global__ void touch(float* out) {}\n"
+    'extern "C" void sum(int n, const float* x, float* out) {\n'
+    "  std::vector<float> h(n);\n  cudaMemcpy(h.data(), x, n * sizeof(float), cudaMemcpyDeviceToHost);\n"
+    "  double s = 0.0;\n  for (int i = 0; i < n; ++i) s += h[i];\n  float f = (float)s;\n"
+    "  cudaMemcpy(out, &f, sizeof f, cudaMemcpyHostToDevice);\n  touch<<<1, 1>>>(out);\n}\n"
+)
+
+
+def test_outputs_copied_from_the_host_get_no_credit_on_the_cpu_backend():
+    from cudaperf_env.backends.cpu.backend import CpuBackend
+    from cudaperf_env.evaluate import Evaluator
+
+    e = Evaluator(CpuBackend()).evaluate(SUM, HOST_DID_THE_WORK, seed=1)
+    assert e.status == "runtime_error" and "outputs must be computed by kernels" in e.message, e.message

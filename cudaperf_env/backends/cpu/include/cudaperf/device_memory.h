@@ -30,6 +30,7 @@ inline int g_door_depth = 0;  // > 0 while a door (launch, copy) is open
 inline pthread_mutex_t g_device_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 inline bool host_protected() { return g_host_depth > 0 && g_door_depth == 0; }
+constexpr int kExitHostOutput = 77;
 
 #if !CUDAPERF_DEFINE_LINKED
 CUDAPERF_COLD CUDAPERF_LINKED void protect_device_regions(bool closed);
@@ -42,6 +43,7 @@ CUDAPERF_COLD CUDAPERF_LINKED const DeviceRegion* device_region_of(const void* p
 CUDAPERF_COLD CUDAPERF_LINKED void host_scope_enter();
 CUDAPERF_COLD CUDAPERF_LINKED void host_scope_leave();
 CUDAPERF_COLD CUDAPERF_LINKED void door_open();
+[[noreturn]] CUDAPERF_COLD CUDAPERF_LINKED void host_wrote_argument(const DeviceRegion& r);
 CUDAPERF_COLD CUDAPERF_LINKED void door_close();
 #else
 CUDAPERF_COLD CUDAPERF_LINKED void protect_device_regions(bool closed) {
@@ -133,6 +135,15 @@ CUDAPERF_COLD CUDAPERF_LINKED void host_scope_leave() {
 CUDAPERF_COLD CUDAPERF_LINKED void door_open() {
   MutexLock lock(&g_device_mutex);
   if (g_door_depth++ == 0 && g_host_depth > 0) protect_device_regions(false);
+}
+
+// The harness's buffers are written by kernels: a host-to-device copy into one means the host
+// computed (part of) the result, which earns no credit.
+[[noreturn]] CUDAPERF_COLD CUDAPERF_LINKED void host_wrote_argument(const DeviceRegion& r) {
+  Line m;
+  m.str("the host copied data into argument #").num(r.arg);
+  m.str(" of the entry with cudaMemcpy: outputs must be computed by kernels, not on the host");
+  fatal_exit_flush("host_output", kExitHostOutput, m);
 }
 
 CUDAPERF_COLD CUDAPERF_LINKED void door_close() {

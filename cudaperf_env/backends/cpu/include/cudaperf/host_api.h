@@ -387,6 +387,12 @@ inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemc
   if (bytes == 0) return cudaSuccess;
   if (dst == nullptr || src == nullptr)
     return ::cudaperf::detail::record_error(cudaErrorInvalidValue);
+  if (::cudaperf::detail::g_host_depth > 0 &&
+      (kind == cudaMemcpyHostToDevice ||
+       (kind == cudaMemcpyDefault && !::cudaperf::detail::in_device_region(src)))) {
+    const ::cudaperf::detail::DeviceRegion* r = ::cudaperf::detail::device_region_of(dst);
+    if (r != nullptr && r->harness) ::cudaperf::detail::host_wrote_argument(*r);
+  }
   ::cudaperf::detail::DeviceDoor door;
   std::memmove(dst, src, bytes);
   return cudaSuccess;
