@@ -1,4 +1,4 @@
-"""The agent's commands: ``cudaperf agent run`` and ``cudaperf evaluate`` (added by :func:`add_agent_commands`)."""
+"""The agent's commands, added by :func:`add_agent_commands`: ``agent run``, ``evaluate``, ``train grpo``."""
 
 from __future__ import annotations
 
@@ -35,6 +35,23 @@ def add_agent_commands(subparsers: Any) -> None:
     p.add_argument("--no-plots", action="store_true", help="write report.json only")
     p.set_defaults(run=_evaluate)
 
+    train = subparsers.add_parser("train", help="train the agent's model").add_subparsers(title="train commands")
+    p = train.add_parser("grpo", help="multi-turn GRPO with the env's reward (docs/grpo.md)")
+    _grpo_args(p)
+    p.set_defaults(run=_train_grpo)
+
+
+def _grpo_args(p: argparse.ArgumentParser) -> None:
+    from agents.grpo.config import add_config_args
+
+    add_config_args(p)
+
+
+def _train_grpo(args: argparse.Namespace) -> int:
+    from agents.grpo.trainer import run_cli
+
+    return run_cli(args)
+
 
 def _task_args(p: argparse.ArgumentParser, required: bool = True) -> None:
     group = p.add_mutually_exclusive_group(required=required)
@@ -42,6 +59,8 @@ def _task_args(p: argparse.ArgumentParser, required: bool = True) -> None:
     group.add_argument("--split", choices=["train", "validation", "test"], help="a split of the shipped dataset")
     group.add_argument("--task-dir", help="every task in a directory of task files")
     p.add_argument("--limit", type=int, help="only the first N tasks")
+    p.add_argument("--spread", action="store_true",
+                   help="with --limit: N tasks round-robin over the families instead of the first N")  # fmt: skip
 
 
 def _policy_args(p: argparse.ArgumentParser) -> None:
@@ -74,6 +93,10 @@ def _tasks(args: argparse.Namespace) -> list[Any]:
         tasks = list(load_dataset(args.split, labels=False).values())
     else:
         tasks = list(load_tasks(args.task_dir).values())
+    if args.limit and getattr(args, "spread", False):
+        from agents.evaluate import spread_over_families
+
+        return spread_over_families(tasks, args.limit)
     return tasks[: args.limit] if args.limit else tasks
 
 

@@ -42,6 +42,24 @@ def evaluate_policy(
     return records
 
 
+def spread_over_families(tasks: Sequence[Task], n: int) -> list[Task]:
+    """``n`` tasks taken round-robin over the families (in order of first appearance), each family's in order.
+
+    Dataset splits list tasks family by family, so their first ``n`` cover few
+    families; this subset covers as many as ``n`` allows, and is the same every call.
+    """
+    by_family: dict[str, list[Task]] = {}
+    for task in tasks:
+        by_family.setdefault(task.family, []).append(task)
+    picked: list[Task] = []
+    queues = [list(reversed(q)) for q in by_family.values()]
+    while len(picked) < n and any(queues):
+        for q in queues:
+            if q and len(picked) < n:
+                picked.append(q.pop())
+    return picked
+
+
 def write_report(records: Sequence[TurnRecord], out_dir: str | Path, plots: bool = True) -> dict[str, Any]:
     """``report.json`` (and ``fast_p.png``, ``per_turn.png``) in ``out_dir``; returns the report."""
     directory = Path(out_dir)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, TextIO
 
 from agents.errors import RecordFormatError
+from cudaperf_env.text import json_safe
 
 RECORD_VERSION = 1
 
@@ -72,7 +72,7 @@ class TurnRecord:
 
     def to_json(self) -> str:
         """The record as one JSON line (NaN written as null)."""
-        return json.dumps(_json_safe(asdict(self)), ensure_ascii=False)
+        return json.dumps(json_safe(asdict(self)), ensure_ascii=False)
 
 
 _REQUIRED = ("task_id", "trajectory", "turn", "reply", "status", "correct", "reward", "model")
@@ -129,12 +129,3 @@ def iter_records(path: str | Path) -> Iterator[TurnRecord]:
                 raise RecordFormatError(f"{path}:{number}: not a turn record (a JSON {type(data).__name__})")
             yield record_from_dict(data, f"{path}:{number}")
 
-
-def _json_safe(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_json_safe(v) for v in value]
-    return value

@@ -16,6 +16,7 @@ from typing import Any
 
 from agents.metrics import breakdown, fast_p, geomean_speedup, mean_pass_at_k
 from agents.records import TurnRecord
+from cudaperf_env.text import json_safe
 
 FAST_P = (0.0, 1.0, 1.5, 2.0)
 CURVE_P = tuple(round(0.1 * i, 1) for i in range(0, 31))
@@ -69,7 +70,7 @@ def build_report(records: Sequence[TurnRecord], ks: Sequence[int] = PASS_K) -> d
             "generate_seconds": _generate_seconds(records),
         },  # fmt: skip
     }
-    return _json_safe(report)
+    return json_safe(report)
 
 
 def _headline(per_task: dict[str, list[Outcome]], ks: Sequence[int]) -> dict[str, Any]:
@@ -123,12 +124,3 @@ def _generate_seconds(records: Sequence[TurnRecord]) -> float:
 def _finite(value: float | None) -> float:
     return value if value is not None and math.isfinite(value) else -math.inf
 
-
-def _json_safe(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_json_safe(v) for v in value]
-    return value

@@ -24,10 +24,11 @@ import numpy as np  # noqa: E402
 
 from cudaperf_env.dataset import load_dataset  # noqa: E402
 from cudaperf_env.ranker import load_ranker  # noqa: E402
-from cudaperf_env.ranker.cli import json_safe, label_origin  # noqa: E402
+from cudaperf_env.ranker.cli import label_origin  # noqa: E402
 from cudaperf_env.ranker.evaluation import compare, model_pair_probabilities  # noqa: E402
 from cudaperf_env.ranker.features import records_for  # noqa: E402
 from cudaperf_env.ranker.pairs import dataset_pairs  # noqa: E402
+from cudaperf_env.text import json_safe  # noqa: E402
 
 IMG = Path(__file__).resolve().parents[1] / "docs" / "img"
 

@@ -18,12 +18,12 @@ from pathlib import Path
 
 from cudaperf_env.dataset.gpu_labels import implementation_labels, read_stream, task_digest
 from cudaperf_env.ranker import load_ranker
-from cudaperf_env.ranker.cli import json_safe
 from cudaperf_env.ranker.evaluation import compare
 from cudaperf_env.ranker.features import records_for
 from cudaperf_env.ranker.pairs import dataset_pairs
 from cudaperf_env.tasks import Task, load_tasks
 from cudaperf_env.tasks.schema import TimingLabel
+from cudaperf_env.text import json_safe
 
 LABELS = Path(__file__).parent / "results" / "starter_labels_h200.jsonl.gz"
 

@@ -39,6 +39,7 @@ from cudaperf_env.analysis.agreement import pairwise_agreement, spearman
 from cudaperf_env.analysis.score import weights_table
 from cudaperf_env.backends.harness import wrap
 from cudaperf_env.tasks import Task, load_tasks
+from cudaperf_env.text import json_safe
 from cudaperf_env.toolchain.compile_check import DEFAULT_ARCH, compile_check
 
 
@@ -211,15 +212,6 @@ def compact(rows: list[dict[str, Any]]) -> list[list[Any]]:
     return [[r["task"], r["impl"], round(r["score"], 4), r.get("time_ms", math.nan)] for r in rows]
 
 
-def _json_safe(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_json_safe(v) for v in value]
-    return value
-
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -251,7 +243,7 @@ def main() -> None:
         payload = {**meta, "arch": args.arch, "static_only": args.static_only, "source": "dataset" if args.dataset
                    else "starter", "weights": weights_table(ScoreWeights()), **(summary or {}),
                    "families": families, "implementations": compact(rows) if args.dataset else rows}  # fmt: skip
-        Path(args.out).write_text(json.dumps(_json_safe(payload), indent=2))
+        Path(args.out).write_text(json.dumps(json_safe(payload), indent=2))
 
 
 if __name__ == "__main__":

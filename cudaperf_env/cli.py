@@ -50,6 +50,17 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("id", help="task id (starter or dataset) or task file")
     p.add_argument("--task-dir")
     p.set_defaults(run=_tasks_show)
+    p = tasks.add_parser("new", help="scaffold a task file from a C function (review the '# check:' lines)")
+    p.add_argument("name", help="task name: lowercase letters, digits and '_' (the id becomes c2cuda/NAME)")
+    p.add_argument("--from", dest="source", required=True, help="C file defining the function")
+    p.add_argument("--entry", help="the function, when the file defines several (default: the last)")
+    p.add_argument("--out", default=".", help="folder to write NAME.yaml into")
+    p.add_argument("--force", action="store_true", help="overwrite an existing file")
+    p.set_defaults(run=_tasks_new)
+    p = tasks.add_parser("check", help="validate a folder of task files and run each reference (CPU)")
+    p.add_argument("directory")
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.set_defaults(run=_tasks_check)
 
     p = sub.add_parser("eval", help="evaluate a submission on a task")
     p.add_argument("--task", required=True, help="task id (starter or dataset) or path of a task file")
@@ -99,6 +110,44 @@ def _tasks_show(args: argparse.Namespace) -> None:
         print(f"\nImplementations (baseline: {task.baseline or 'none'}):")
         for impl in task.implementations:
             print(f"- {impl.name}: {', '.join(impl.strategies)}")
+
+
+def _tasks_new(args: argparse.Namespace) -> None:
+    from cudaperf_env.tasks.scaffold import scaffold
+
+    text = scaffold(args.name, Path(args.source).read_text(), args.entry)
+    out = Path(args.out) / f"{args.name}.yaml"
+    if out.exists() and not args.force:
+        raise FileExistsError(f"{out} exists; pass --force to overwrite it")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    print(f"wrote {out}: review the lines marked '# check:', then run `cudaperf tasks check {out.parent}`")
+
+
+def _tasks_check(args: argparse.Namespace) -> int:
+    from rich.progress import track
+
+    from cudaperf_env.datagen.check import check_folder, task_files
+
+    total = len(task_files(args.directory))
+    if not total:
+        raise FileNotFoundError(f"no *.yaml task files under {args.directory}")
+    results = list(track(check_folder(args.directory), total=total, description="checking tasks",
+                         console=Console(stderr=True), disable=args.json))  # fmt: skip
+    if args.json:
+        print(json.dumps([{"path": r.path, "id": r.task_id, "ok": r.ok, "errors": list(r.errors),
+                           "warnings": list(r.warnings)} for r in results], indent=2))  # fmt: skip
+    else:
+        console = Console()
+        for r in results:
+            mark = "[green]ok[/green]" if r.ok else "[red]FAIL[/red]"
+            console.print(f"{mark} {escape(r.task_id or r.path)}", highlight=False)
+            for line in r.errors:
+                console.print(f"  [red]error:[/red] {escape(line)}", highlight=False)
+            for line in r.warnings:
+                console.print(f"  [yellow]warning:[/yellow] {escape(line)}", highlight=False)
+        console.print(f"{sum(r.ok for r in results)} of {len(results)} task files ok")
+    return 0 if all(r.ok for r in results) else 1
 
 
 def _eval(args: argparse.Namespace) -> None:

@@ -18,6 +18,10 @@ class TaskFormatError(CudaPerfError):
         super().__init__(f"{path}: field '{field}': {problem}")
 
 
+class ScaffoldError(CudaPerfError, ValueError):
+    """A C function cannot become a task as written; the message says what to change."""
+
+
 class TaskNotFoundError(CudaPerfError, KeyError):
     """A task id is not in the loaded task set."""
 

@@ -28,6 +28,8 @@ import numpy as np
 
 from cudaperf_env.analysis import StructuralReport, analyze
 from cudaperf_env.backends.base import Backend, Build, Crash, Job, TimingResult, Worker
+from cudaperf_env.backends.checker import run_checker
+from cudaperf_env.backends.generator import task_inputs
 from cudaperf_env.backends.launch_limits import write_resources
 from cudaperf_env.backends.reference import ReferenceOutputs
 from cudaperf_env.judge import ConfigOutcome, judge
@@ -36,7 +38,6 @@ from cudaperf_env.ranker import Ranker, load_ranker
 from cudaperf_env.source import extract_code, screen
 from cudaperf_env.source.screen import Finding
 from cudaperf_env.status import Status
-from cudaperf_env.tasks.inputs import make_inputs
 from cudaperf_env.tasks.schema import Task, TimingLabel
 from cudaperf_env.toolchain import tools
 from cudaperf_env.toolchain.cache import scratch_dir
@@ -65,6 +66,7 @@ class Evaluation:
     speedup_lcb: float = math.nan
     runtime_ms: float = math.nan
     baseline_ms: float = math.nan
+    baseline: str = ""
     timing_flags: tuple[str, ...] = ()
     per_config_ms: tuple[float, ...] = ()
     speedup_vs_c: float = math.nan
@@ -170,7 +172,7 @@ def launch(ctx: Context) -> Context | Evaluation:
     """Start the overlapping work: nvcc check, backend build, expected outputs, the worker."""
     task, code, options = ctx.task, _code(ctx), ctx.options
     configs = task.correctness_configs if options.run_hidden else task.configs
-    ctx.jobs = [Job(c, make_inputs(task, c, ctx.seed)) for c in configs]
+    ctx.jobs = [Job(c, task_inputs(task, c, ctx.seed)) for c in configs]
     (ctx.workdir / "ref").mkdir()
     ctx.pending["check"] = ctx.pool.submit(compile_check, kind_of(task).harness(task, code), options.arch,
                                            options.compile_timeout_s, ctx.cancel)  # fmt: skip
@@ -234,7 +236,10 @@ def run_and_judge(ctx: Context) -> Context | Evaluation:
     write_resources(ctx.workdir, ctx.result.kernels, ctx.options.arch)  # the CPU runtime's launch limits
     runs = ctx.backend.run(ctx.build, ctx.task, ctx.jobs, ctx.workdir, ctx.worker)
     ctx.seconds["run"] = time.perf_counter() - started
-    ctx.outcomes = judge(ctx.task, ctx.jobs, runs, want)
+    checked = _checked(ctx, ctx.jobs, runs, want)
+    if ctx.task.checker is not None:
+        ctx.seconds["checker"] = time.perf_counter() - started - ctx.seconds["run"]
+    ctx.outcomes = judge(ctx.task, ctx.jobs, runs, want, checked)
     ctx.update(compiled=True, configs=tuple(ctx.outcomes),
                stdout=next((r.stdout for r in reversed(runs) if r.stdout), ""))  # fmt: skip
     failed = next((o for o in ctx.outcomes if o.status != Status.OK), None)
@@ -243,6 +248,17 @@ def run_and_judge(ctx: Context) -> Context | Evaluation:
     if len(ctx.outcomes) != len(ctx.jobs):
         return ctx.finish(Status.RUNTIME_ERROR, "the worker stopped before every configuration ran")
     return ctx
+
+
+def _checked(ctx: Context, jobs: Sequence[Job], runs: Sequence[Any], want: Sequence[Any]) -> list[tuple[bool, str]]:
+    """The task's checker's ``(valid, message)`` per run ([] for tasks without a checker)."""
+    if ctx.task.checker is None:
+        return []
+    done = [i for i, r in enumerate(runs) if r.status == Status.OK]
+    checked = run_checker(ctx.task, [jobs[i] for i in done], [runs[i].buffers for i in done],
+                          [want[i] for i in done], ctx.workdir)  # fmt: skip
+    by_index = dict(zip(done, checked, strict=True))
+    return [by_index.get(i, (False, "")) for i in range(len(runs))]
 
 
 def perturb_schedules(ctx: Context) -> Context | Evaluation:
@@ -257,7 +273,7 @@ def perturb_schedules(ctx: Context) -> Context | Evaluation:
         seed = 1 + k + 1000 * ctx.seed
         write_resources(ctx.workdir, ctx.result.kernels, ctx.options.arch, schedule=seed)
         runs = [rerun(ctx.task, job, ctx.workdir, ctx.worker, f"schedule-{k}")]
-        outcome = judge(ctx.task, [job], runs, [want])[0]
+        outcome = judge(ctx.task, [job], runs, [want], _checked(ctx, [job], runs, [want]))[0]
         if outcome.status == Status.WRONG_ANSWER:
             ctx.seconds["schedules"] = time.perf_counter() - started
             message = (f"race: the result depends on the order blocks and threads run in (it passed in CUDA's "
@@ -296,13 +312,11 @@ def sanitize(ctx: Context) -> Context | Evaluation:
 
 
 def time_against_baseline(ctx: Context) -> Context | Evaluation:
-    """Interleaved timing of the candidate and the task's baseline, where the backend times."""
+    """Interleaved timing of the candidate and the task's baseline (or, without one, its C reference on
+    the host), where the backend times."""
     timer = ctx.backend.capabilities.timer
     if timer is None or ctx.build is None or ctx.worker is None:
         return ctx
-    if not ctx.task.baseline:
-        ctx.seconds["timing"] = 0.0
-        return ctx.update(timing_flags=("the task has no baseline implementation to time against",))
     started = time.perf_counter()
     timing = timer.time(ctx.task, ctx.build, ctx.seed, ctx.workdir, ctx.worker)
     ctx.seconds["timing"] = time.perf_counter() - started
@@ -431,6 +445,7 @@ def _timing_fields(timing: TimingResult) -> dict[str, Any]:
         "speedup_lcb": e.speedup_lcb,
         "runtime_ms": e.candidate_ms,
         "baseline_ms": e.baseline_ms,
+        "baseline": timing.baseline,
         "timing_flags": tuple(timing.flags),
         "per_config_ms": tuple(candidate_ms),
         "speedup_vs_c": speedup_over(timing.c_reference_ms, candidate_ms),

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from cudaperf_env.backends.base import CallResult, Job
-from cudaperf_env.compare import Comparison, compare, unchanged
+from cudaperf_env.checks import compare_output
+from cudaperf_env.compare import Comparison, unchanged
 from cudaperf_env.status import Status
 from cudaperf_env.tasks.schema import Config, Task
 from cudaperf_env.tolerance import constant_fill, output_scale, reduction_length, reorder_tolerance
@@ -38,12 +39,23 @@ class ConfigOutcome:
 
 
 def judge(
-    task: Task, jobs: Sequence[Job], results: Sequence[CallResult], expected: Sequence[Mapping[str, np.ndarray]]
+    task: Task,
+    jobs: Sequence[Job],
+    results: Sequence[CallResult],
+    expected: Sequence[Mapping[str, np.ndarray]],
+    checked: Sequence[tuple[bool, str]] = (),
 ) -> list[ConfigOutcome]:
-    """Verdicts per configuration from the worker's results and the expected outputs (pure)."""
+    """Verdicts per configuration from the worker's results and the expected outputs (pure).
+
+    ``checked``: the task's checker's ``(valid, message)`` per result, for tasks with one.
+    """
     outcomes = []
     for index, (job, result) in enumerate(zip(jobs, results, strict=False)):  # results stop at a failure
         status, message, output, comparison = verdict(task, job, result, expected[index])
+        if status == Status.OK and task.checker is not None:
+            valid, why = checked[index] if index < len(checked) else (False, "the checker did not run")
+            if not valid:
+                status, message = Status.WRONG_ANSWER, f"the task's checker rejected the output: {why or 'invalid'}"
         hidden = index >= len(task.configs)
         outcomes.append(ConfigOutcome(index, job.config, hidden, status, message, output, comparison))
     return outcomes
@@ -64,17 +76,17 @@ def verdict(
             return Status.WRONG_ANSWER, f"modified the input `{arg.name}`, which must stay unchanged", arg.name, None
     length = reduction_length(job.inputs)
     for arg in task.args:
-        if arg.role in ("out", "inout"):
+        if arg.role in ("out", "inout") and task.checker is None:
             got, expected = result.buffers[arg.name], want[arg.name]
             tolerance = reorder_tolerance(task.tolerance(arg.dtype), arg.dtype.name, length, output_scale(expected))
-            comparison = compare(got, expected, tolerance)
+            comparison = compare_output(task, arg, result.buffers, want, tolerance)
             if not comparison.ok:
                 message = (
                     f"`{arg.name}` differs from the expected output in "
                     f"{comparison.mismatches} of {comparison.total} elements"
                 )
                 return Status.WRONG_ANSWER, message, arg.name, comparison
-            constant = constant_fill(got, expected, tolerance)
+            constant = constant_fill(got, expected, tolerance) if arg.check == "elementwise" and not arg.length else ""
             if constant:
                 return Status.WRONG_ANSWER, f"`{arg.name}` {constant}", arg.name, None
     return Status.OK, "", "", None

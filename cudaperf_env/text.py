@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import string
+from typing import Any
 
 # The charset of the env's Text spaces: printable ASCII plus tab and newline.
 PRINTABLE = frozenset(string.printable) - {"\x0b", "\x0c", "\r"}
@@ -43,3 +45,14 @@ _ASCII_LOOKALIKES = {
     "\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-", "\u2014": "-",
     "\u2026": "...", "\u00a0": " ", "\u2192": "->", "\u00d7": "x", "\u2264": "<=", "\u2265": ">=",
 }  # fmt: skip
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with non-finite floats as None (JSON has no NaN), tuples as lists, dict keys as strings."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value

@@ -74,6 +74,7 @@ class Turn:
             "speedup_capped": math.isfinite(e.speedup_bound),
             "runtime_ms": e.runtime_ms,
             "baseline_ms": e.baseline_ms,
+            "baseline": e.baseline,
             "speedup_vs_c": e.speedup_vs_c,
             "backend": e.backend,
             "eval_seconds": e.seconds.get("total", math.nan),

@@ -8,6 +8,8 @@ from __future__ import annotations
 from gymnasium.envs.registration import register, registry
 
 ENV_IDS = ("CudaPerf-C2CUDA-v1", "CudaPerf-C2CUDA-v0")
+PICK_IDS = ("CudaPerf-C2CUDA-Pick-v0",)
+"""Discrete variants for classic RL (``cudaperf_env.integrations.pick``): Box observations, no backend argument."""
 
 # id -> keyword arguments; each id's behaviour is in CudaPerfEnv's Version History.
 _SPECS: dict[str, dict[str, object]] = {
@@ -30,3 +32,7 @@ def register_envs() -> None:
                 kwargs=dict(_SPECS[env_id]),
                 nondeterministic=True,  # fresh inputs per turn; GPU timing is noisy
             )
+    for env_id in PICK_IDS:
+        if env_id not in registry:
+            # Deterministic given the seed (rewards are the shipped labels); one decision per episode.
+            register(id=env_id, entry_point="cudaperf_env.integrations.pick:CudaPerfPickEnv")

@@ -304,17 +304,7 @@ def parse_program(code: str) -> Program | None:
         tree = syntax.parse(code)
         consts = file_constants(tree.root)
         functions: dict[str, tuple[str, Any]] = {}
-        for node in syntax.walk(tree.root):
-            if node.type != "function_definition" or syntax.child(node, "body") is None:
-                continue
-            declarator = syntax.child(node, "declarator")
-            while declarator is not None and declarator.type != "function_declarator":
-                declarator = syntax.child(declarator, "declarator")
-            if declarator is None:
-                continue
-            name = syntax.text(syntax.child(declarator, "declarator")).split("::")[-1].split("<")[0].strip()
-            words = {syntax.text(c) for c in node.children if c.type != "compound_statement"}
-            kind = "kernel" if "__global__" in words else "device" if "__device__" in words else "host"
+        for name, kind, node in syntax.function_definitions(tree.root):
             functions.setdefault(name, (kind, node))
         return Program(consts, functions)
     except _FAILURES:

@@ -172,17 +172,7 @@ def _kernel_info(fn: FunctionDef, launch: Launch | None, hint: int | None) -> Ke
 
 def _functions(root: Any, consts: Mapping[str, int]) -> list[FunctionDef]:
     found: list[FunctionDef] = []
-    for node in syntax.walk(root):
-        if node.type != "function_definition" or syntax.child(node, "body") is None:
-            continue
-        declarator = syntax.child(node, "declarator")
-        while declarator is not None and declarator.type != "function_declarator":
-            declarator = syntax.child(declarator, "declarator")
-        if declarator is None:
-            continue
-        name = syntax.text(syntax.child(declarator, "declarator")).split("::")[-1].split("<")[0].strip()
-        words = {syntax.text(c) for c in node.children if c.type != "compound_statement"}
-        kind = "kernel" if "__global__" in words else "device" if "__device__" in words else "host"
+    for name, kind, node in syntax.function_definitions(root):
         bounds = next((c for c in node.children if c.type == "launch_bounds"), None)
         limit = fold(bounds.named_children[0], consts) if bounds is not None and bounds.named_children else None
         found.append(FunctionDef(name, node, kind, _template_params(node, consts), limit, syntax.line(node)))

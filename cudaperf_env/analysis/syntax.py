@@ -116,6 +116,24 @@ def walk(node: Any) -> Iterator[Any]:
         visited = True
 
 
+def function_definitions(root: Any) -> Iterator[tuple[str, str, Any]]:
+    """``(name, kind, node)`` of every function with a body; kind is ``kernel``, ``device`` or ``host``.
+
+    The name drops qualifiers and template arguments (``ns::f<T>`` -> ``f``).
+    """
+    for node in walk(root):
+        if node.type != "function_definition" or child(node, "body") is None:
+            continue
+        declarator = child(node, "declarator")
+        while declarator is not None and declarator.type != "function_declarator":
+            declarator = child(declarator, "declarator")
+        if declarator is None:
+            continue
+        name = text(child(declarator, "declarator")).split("::")[-1].split("<")[0].strip()
+        words = {text(c) for c in node.children if c.type != "compound_statement"}
+        yield name, "kernel" if "__global__" in words else "device" if "__device__" in words else "host", node
+
+
 def text(node: Any) -> str:
     """The node's source text."""
     return node.text.decode("utf-8", "replace") if node is not None else ""

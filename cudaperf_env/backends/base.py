@@ -129,10 +129,14 @@ class TimingResult(Protocol):
     def speedup_bound(self) -> float:
         """Finite when timing stopped early: the speedup is at most this (below the reward's floor)."""
         ...
+    @property
+    def baseline(self) -> str:
+        """What the speedup is over: ``"implementation"`` or ``"c_reference"`` (a task without a baseline)."""
+        ...
 
 
 class Timer(Protocol):
-    """Capability: times a correct candidate against the task's baseline."""
+    """Capability: times a correct candidate against the task's baseline (or its C reference without one)."""
 
     def time(self, task: Task, candidate: Build, seed: int, workdir: Path, worker: Worker) -> TimingResult | Crash:
         """The timing verdict, or the crash that ended it."""

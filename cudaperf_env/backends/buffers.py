@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from cudaperf_env.tasks.inputs import scalar_values
 from cudaperf_env.tasks.schema import Arg, Config, Task
 
 PAGE = mmap.PAGESIZE
@@ -70,6 +71,7 @@ class BufferFile:
 
     def __init__(self, path: Path, task: Task, config: Config, inputs: Mapping[str, np.ndarray]) -> None:
         self.path = path
+        self.scalars = scalar_values(task, config, inputs)  # drawn per episode where the task says so
         self.slots, self.guards, self.size = layout(task, config)
         with open(path, "wb") as f:
             f.truncate(self.size)
@@ -110,7 +112,7 @@ class BufferFile:
             if arg.is_buffer:
                 args.append({"ptr": offsets[arg.name], "bytes": sizes[arg.name]})
             else:
-                args.append({"scalar": arg.dtype.name, "value": arg.scalar_value(config)})
+                args.append({"scalar": arg.dtype.name, "value": self.scalars[arg.name]})
         return args
 
     def close(self) -> None:

@@ -15,7 +15,8 @@ CALL_SYMBOL = "cudaperf_call"
 def entry_declaration(task: Task, language: str = "cuda") -> str:
     """The entry's C declaration (``extern "C"`` for C++/CUDA)."""
     prefix = 'extern "C" ' if language == "cuda" else ""
-    return f"{prefix}{task.signature};\n"
+    includes = "".join(f"#include <{h}>\n" for h in task.headers(language))
+    return f"{includes}{task.type_declarations(language)}{prefix}{task.signature};\n"
 
 
 def call_shim(task: Task, language: str = "cuda", symbol: str = CALL_SYMBOL) -> str:
@@ -26,7 +27,7 @@ def call_shim(task: Task, language: str = "cuda", symbol: str = CALL_SYMBOL) -> 
     """
     params = []
     for i, arg in enumerate(task.args):
-        c_type = arg.dtype.c_type
+        c_type = arg.c_type
         if arg.is_buffer:
             const = "const " if arg.role == "in" else ""
             params.append(f"({const}{c_type}*)argv[{i}]")

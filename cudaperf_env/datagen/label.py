@@ -87,10 +87,10 @@ from cudaperf_env.backends.buffers import BufferFile, layout
 from cudaperf_env.backends.cuda.backend import CudaBackend, detect_arch, set_spec, time_request
 from cudaperf_env.backends.cuda.clocks import read_clocks
 from cudaperf_env.backends.cuda.timing import TimingOptions
+from cudaperf_env.backends.generator import task_inputs
 from cudaperf_env.backends.sandbox import Crash, WorkerProcess
 from cudaperf_env.datagen.bundle import UnitBuild, build_bundles
 from cudaperf_env.dataset.gpu_labels import median_interval, perf_medians, perf_summary, read_stream, task_digest
-from cudaperf_env.tasks.inputs import make_inputs
 from cudaperf_env.tasks.schema import Config, Task
 from cudaperf_env.toolchain.cache import scratch_dir
 
@@ -370,7 +370,7 @@ def write_input_sets(task: Task, folder: str, sets: int) -> list[list[dict]]:
     for i, (_, config) in enumerate(all_configs(task)):
         row = []
         for k in range(sets):
-            f = BufferFile(Path(folder) / f"{i}-{k}.bin", task, config, make_inputs(task, config, 1000 + k))
+            f = BufferFile(Path(folder) / f"{i}-{k}.bin", task, config, task_inputs(task, config, 1000 + k))
             row.append(set_spec(task, config, f))
             del f  # unmapped; the file stays
         specs.append(row)

@@ -15,11 +15,11 @@ import numpy as np
 
 from cudaperf_env.backends.cpu.backend import CpuBackend
 from cudaperf_env.backends.execute import Job
+from cudaperf_env.backends.generator import task_inputs
 from cudaperf_env.backends.reference import ReferenceError, ReferenceOutputs
 from cudaperf_env.errors import TaskFormatError
 from cudaperf_env.evaluate import Evaluator
 from cudaperf_env.tasks import Task, parse_task
-from cudaperf_env.tasks.inputs import make_inputs
 from cudaperf_env.toolchain.cache import scratch_dir
 
 DROP_REASONS = ("schema", "reference_failed", "non_finite_output", "near_constant", "implementation_failed",
@@ -113,7 +113,7 @@ def _first_config_outputs(task: Task, reference: ReferenceOutputs, seed: int) ->
     workdir = scratch_dir("cudaperf-verify-")
     try:
         for s in (seed, seed + 1):
-            job = Job(task.configs[0], make_inputs(task, task.configs[0], s))
+            job = Job(task.configs[0], task_inputs(task, task.configs[0], s))
             expected = reference.expected(task, [job], s, workdir)[0]
             values += [np.asarray(expected[name], dtype=np.float64).ravel() for name in outputs]
     finally:

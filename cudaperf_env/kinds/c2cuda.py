@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from cudaperf_env.backends.harness import wrap
 from cudaperf_env.kinds.base import RoleWords
-from cudaperf_env.tasks.schema import Task
+from cudaperf_env.tasks.schema import Arg, Task
 
 ROLES = RoleWords()
 
@@ -21,8 +21,8 @@ class C2Cuda:
 
     def prompt(self, task: Task) -> str:
         args = "\n".join(
-            f"- `{a.name}`: {a.dtype.name} {ROLES.of(a.role)}"
-            + (f", shape [{', '.join(map(str, a.shape))}]" if a.is_buffer else f" = {a.value}")
+            f"- `{a.name}`: {_type_words(a)} {ROLES.of(a.role)}"
+            + (f", shape [{', '.join(map(str, a.shape))}]" if a.is_buffer else _scalar_value(a))
             for a in task.args
         )
         configs = "\n".join("- " + ", ".join(f"{k}={v}" for k, v in c.items()) for c in task.configs)
@@ -58,3 +58,18 @@ Answer with the complete source in one ```cuda fenced block."""
 
     def harness(self, task: Task, code: str) -> str:
         return wrap(task, code, "cuda")
+
+
+def _scalar_value(arg: Arg) -> str:
+    """`` = N`` for a configuration's value, the distribution for a scalar drawn per episode."""
+    if arg.value is not None and not arg.init:
+        return f" = {arg.value}"
+    params = ", ".join(f"{k}={v}" for k, v in arg.init.items() if k != "dist")
+    return f", drawn per episode from {arg.init['dist']}({params}): do not assume a value"
+
+
+def _type_words(arg: Arg) -> str:
+    """``float32``, or for a buffer of structs ``float2 (struct of float32 x, y)``."""
+    if not arg.fields:
+        return arg.dtype.name
+    return f"{arg.c_type} (struct of {arg.dtype.name} {', '.join(arg.fields)})"

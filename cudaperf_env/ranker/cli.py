@@ -25,6 +25,7 @@ from cudaperf_env.ranker.pairs import dataset_pairs
 from cudaperf_env.ranker.score import DATA, MODEL_FILE, load_ranker, provenance_file
 from cudaperf_env.ranker.train import TrainConfig, fit, pair_rows, task_weights
 from cudaperf_env.tasks.schema import Task
+from cudaperf_env.text import json_safe
 
 SHIPPED = Path(str(DATA / MODEL_FILE))
 
@@ -220,14 +221,4 @@ def resolve_task(spec: str) -> Task:
 def _fmt(value: float) -> str:
     return f"{value:.3f}" if isinstance(value, float) and math.isfinite(value) else "-"
 
-
-def json_safe(value: Any) -> Any:
-    """``value`` with non-finite floats as None (JSON has no NaN), dict keys as strings."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_safe(v) for v in value]
-    return value
 

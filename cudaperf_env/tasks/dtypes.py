@@ -26,6 +26,10 @@ class DType:
         return self.numpy.kind == "f"
 
     @property
+    def is_bool(self) -> bool:
+        return self.name == "bool"
+
+    @property
     def itemsize(self) -> int:
         return int(self.numpy.itemsize)
 
@@ -33,6 +37,8 @@ class DType:
 DTYPES: dict[str, DType] = {
     d.name: d
     for d in (
+        # C/C++ bool, one byte holding 0 or 1; compared as bytes, so an unwritten (poisoned) element fails.
+        DType("bool", "bool", np.dtype(np.uint8)),
         DType("int8", "signed char", np.dtype(np.int8)),
         DType("int16", "short", np.dtype(np.int16)),
         DType("int32", "int", np.dtype(np.int32)),
@@ -46,8 +52,28 @@ DTYPES: dict[str, DType] = {
     )
 }
 
+# Other spellings an argument may give its C type (``ctype:``): each the same type under the ABI,
+# so the worker passes it unchanged; the header that declares it is included before the entry.
+C_TYPE_SPELLINGS: dict[str, tuple[str, ...]] = {
+    "uint64": ("size_t", "uint64_t", "unsigned long"),
+    "int64": ("int64_t", "ptrdiff_t", "long"),
+    "uint32": ("uint32_t",), "int32": ("int32_t",), "uint16": ("uint16_t",), "int16": ("int16_t",),
+    "uint8": ("uint8_t",), "int8": ("int8_t", "char"),
+}  # fmt: skip
+C_HEADERS: dict[str, str] = {"size_t": "stddef.h", "ptrdiff_t": "stddef.h", "bool": "stdbool.h"} | {
+    t: "stdint.h" for spellings in C_TYPE_SPELLINGS.values() for t in spellings if t.endswith("_t") and "int" in t
+}
+
 # Default comparison tolerances per dtype: (rtol, atol). Integers are exact.
 DEFAULT_TOLERANCE: dict[str, tuple[float, float]] = {
     "float32": (1e-4, 1e-5),
     "float64": (1e-10, 1e-12),
 }
+
+# CUDA's vector types, usable as a struct argument's ``ctype``: (dtype, fields, alignment in bytes).
+# CUDA declares them; for the C reference the same layout is declared before the entry.
+VECTOR_TYPES: dict[str, tuple[str, tuple[str, ...], int]] = {
+    "float2": ("float32", ("x", "y"), 8), "float3": ("float32", ("x", "y", "z"), 4),
+    "float4": ("float32", ("x", "y", "z", "w"), 16), "double2": ("float64", ("x", "y"), 16),
+    "int2": ("int32", ("x", "y"), 8), "int4": ("int32", ("x", "y", "z", "w"), 16),
+}  # fmt: skip

@@ -10,14 +10,16 @@ from typing import Any, NoReturn
 import yaml
 
 from cudaperf_env.errors import TaskFormatError
-from cudaperf_env.tasks.dtypes import DTYPES
-from cudaperf_env.tasks.expressions import evaluate
+from cudaperf_env.tasks.distributions import DISTRIBUTIONS
+from cudaperf_env.tasks.dtypes import C_TYPE_SPELLINGS, DTYPES, VECTOR_TYPES
+from cudaperf_env.tasks.inputs import resolve
 from cudaperf_env.tasks.schema import (
     KINDS,
     LABEL_KINDS,
     ROLES,
     SCHEMA_VERSION,
     Arg,
+    CFunction,
     Config,
     Implementation,
     Task,
@@ -29,14 +31,7 @@ from cudaperf_env.tasks.schema import (
 _ID = re.compile(r"^[a-z0-9]+/[a-z0-9_]+$")
 _LABEL_NUMBERS = ("median_ms", "lo_ms", "hi_ms", "trials", "mismatched")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-DISTRIBUTIONS = {
-    "normal": {"mean", "std"},
-    "uniform": {"low", "high"},
-    "randint": {"low", "high"},
-    "sorted_randint": {"low", "high"},
-    "permutation": set(),
-    "csr_rowptr": {"nnz"},
-}
+SCALAR_DISTRIBUTIONS = ("normal", "uniform", "randint")
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -98,6 +93,8 @@ def parse_task(data: Any, path: str = "<memory>") -> Task:
         baseline=baseline,
         implementations=implementations,
         path=path,
+        checker=v.c_function(m["checker"], "checker") if "checker" in m else None,
+        generator=v.c_function(m["generator"], "generator") if "generator" in m else None,
     )
     if "signature" in m and _normalize(str(m["signature"])) != _normalize(task.signature):
         v.fail("signature", f"does not match args: args imply '{task.signature}'")
@@ -130,6 +127,7 @@ class _Validator:
 
     def __init__(self, path: str) -> None:
         self.path = path
+        self._structs: dict[str, tuple[str, tuple[str, ...]]] = {}  # struct ctype -> (dtype, fields)
 
     def fail(self, field: str, problem: str) -> NoReturn:
         raise TaskFormatError(self.path, field, problem)
@@ -179,16 +177,78 @@ class _Validator:
             except ValueError as exc:
                 self.fail(f"{field}.dtype", str(exc))
             shape = tuple(raw.get("shape", ()))
-            if role == "scalar" and "value" not in raw:
-                self.fail(f"{field}.value", "a scalar needs a value (a number or an expression)")
+            init = dict(self.mapping(raw.get("init", {}), f"{field}.init"))
+            if role == "scalar" and "value" not in raw and not init:
+                self.fail(f"{field}.value", "a scalar needs a value (a number or an expression) or an init "
+                                            "(a distribution drawn per episode)")  # fmt: skip
             if role != "scalar" and not shape:
                 self.fail(f"{field}.shape", "a buffer needs a shape: a list of expressions")
-            init = dict(self.mapping(raw.get("init", {}), f"{field}.init"))
             self.init(init, f"{field}.init")
-            arg = Arg(name, role, dtype, raw.get("value"), shape, init)
+            if role == "scalar" and init.get("dist", "uniform") not in SCALAR_DISTRIBUTIONS:
+                self.fail(f"{field}.init.dist", f"a scalar is drawn from one of {', '.join(SCALAR_DISTRIBUTIONS)}")
+            if dtype.is_bool and (role == "scalar" or init.get("dist", "bernoulli") != "bernoulli"):
+                self.fail(f"{field}.dtype", "bool is for buffers drawn from {dist: bernoulli, p: P} (the default); "
+                                            "a flag scalar is an int32 0 or 1")  # fmt: skip
+            ctype = str(raw.get("ctype", ""))
+            fields = self.fields(raw, dtype, ctype, role, init, field)
+            if ctype and not fields and ctype not in C_TYPE_SPELLINGS.get(dtype.name, ()):
+                allowed = ", ".join(C_TYPE_SPELLINGS.get(dtype.name, ())) or "none"
+                self.fail(f"{field}.ctype", f"{dtype.name} may be spelled {allowed} (got {ctype!r})")
+            check, length = str(raw.get("check", "elementwise")), str(raw.get("length", ""))
+            if check not in ("elementwise", "multiset", "sorted"):
+                self.fail(f"{field}.check", f"expected elementwise, multiset or sorted, got {check!r}")
+            if (check != "elementwise" or length) and role not in ("out", "inout"):
+                self.fail(f"{field}.check", "check and length apply to outputs (role out or inout)")
+            if fields and check != "elementwise":
+                self.fail(f"{field}.check", "a buffer of structs is compared element by element")
+            arg = Arg(name, role, dtype, raw.get("value"), shape, init, ctype, check, length, fields)
             self.evaluates(arg, configs, field)
             args.append(arg)
+        self.groups(tuple(args))
+        self.lengths(tuple(args), configs)
         return tuple(args)
+
+    def fields(self, raw: Mapping[str, Any], dtype: Any, ctype: str, role: str, init: Mapping[str, Any],
+               field: str) -> tuple[str, ...]:  # fmt: skip
+        """A struct buffer's field names (empty for plain buffers), checked against its ``ctype``."""
+        if "fields" not in raw:
+            return ()
+        names = tuple(str(f) for f in self.sequence(raw["fields"], f"{field}.fields"))
+        if len(names) < 2 or len(set(names)) != len(names) or not all(_IDENT.match(n) for n in names):
+            self.fail(f"{field}.fields", f"expected two or more distinct C identifiers, got {list(names)}")
+        if role == "scalar":
+            self.fail(f"{field}.fields", "structs are for buffers; pass a struct's fields as separate scalars")
+        if not _IDENT.match(ctype):
+            self.fail(f"{field}.ctype", "a buffer of structs names its C type (e.g. float2, or point2 to declare)")
+        vector = VECTOR_TYPES.get(ctype)
+        if vector and (vector[0], vector[1]) != (dtype.name, names):
+            self.fail(f"{field}.fields", f"CUDA's {ctype} is {vector[0]} fields {list(vector[1])}")
+        if init and init["dist"] not in ("normal", "uniform", "randint"):
+            self.fail(f"{field}.init", "a buffer of structs is drawn value by value (normal, uniform, randint)")
+        declared = self._structs.setdefault(ctype, (dtype.name, names))
+        if declared != (dtype.name, names):
+            self.fail(f"{field}.fields", f"{ctype} is declared as {declared[0]} {list(declared[1])} by another arg")
+        return names
+
+    def c_function(self, value: Any, key: str) -> CFunction:
+        raw = self.mapping(value, key)
+        entry = self.text(raw, "entry", f"{key}.entry")
+        if not _IDENT.match(entry):
+            self.fail(f"{key}.entry", f"expected a C identifier, got {entry!r}")
+        return CFunction(entry, self.text(raw, "source", f"{key}.source"))
+
+    def lengths(self, args: tuple[Arg, ...], configs: tuple[Config, ...]) -> None:
+        """An output's ``length`` names another output: one integer element, the count of defined elements."""
+        by_name = {a.name: a for a in args}
+        for arg in args:
+            count = by_name.get(arg.length)
+            if not arg.length:
+                continue
+            if count is None or count.role not in ("out", "inout") or count.dtype.is_float or count.length:
+                self.fail(f"args.{arg.name}.length", f"expected the name of an integer output holding the count, "
+                                                     f"got {arg.length!r}")  # fmt: skip
+            if any(count.numel(c) != 1 for c in configs):
+                self.fail(f"args.{arg.name}.length", f"the count `{count.name}` must have exactly one element")
 
     def init(self, init: Mapping[str, Any], field: str) -> None:
         if not init:
@@ -196,9 +256,28 @@ class _Validator:
         dist = init.get("dist")
         if dist not in DISTRIBUTIONS:
             self.fail(f"{field}.dist", f"expected one of {', '.join(DISTRIBUTIONS)}, got {dist!r}")
-        extra = set(init) - {"dist"} - DISTRIBUTIONS[dist]
+        spec = DISTRIBUTIONS[dist]
+        extra = set(init) - {"dist"} - spec.keys - ({"group", "part"} if spec.structured else set())
         if extra:
             self.fail(field, f"unknown keys for dist {dist}: {', '.join(sorted(extra))}")
+        missing = spec.needs - set(init)
+        if missing:
+            self.fail(field, f"dist {dist} needs {', '.join(sorted(missing))}")
+        if spec.structured and (not isinstance(init.get("group"), str) or init.get("part") not in spec.parts):
+            self.fail(field, f"dist {dist} describes several buffers: give group: NAME (shared by its buffers) "
+                             f"and part: one of {', '.join(spec.parts)}")  # fmt: skip
+
+    def groups(self, args: tuple[Arg, ...]) -> None:
+        """Buffers of one structured ``group`` must agree on its distribution and parameters."""
+        seen: dict[str, Mapping[str, Any]] = {}
+        for arg in args:
+            group = arg.init.get("group")
+            if group is None:
+                continue
+            params = {k: v for k, v in arg.init.items() if k != "part"}
+            if seen.setdefault(group, params) != params:
+                self.fail(f"args.{arg.name}.init", f"group {group!r} is described differently by another buffer: "
+                                                   f"{dict(seen[group])} vs {params}")  # fmt: skip
 
     def evaluates(self, arg: Arg, configs: tuple[Config, ...], field: str) -> None:
         for cfg in configs:
@@ -206,9 +285,7 @@ class _Validator:
                 if arg.is_buffer:
                     if arg.numel(cfg) < 1:
                         self.fail(f"{field}.shape", f"is empty under configuration {dict(cfg)}")
-                    for key in ("low", "high", "nnz"):
-                        if key in arg.init:
-                            evaluate(arg.init[key], cfg)
+                    resolve(arg.init, cfg)
                 else:
                     arg.scalar_value(cfg)
             except ValueError as exc:

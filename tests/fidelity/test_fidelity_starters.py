@@ -31,7 +31,7 @@ IDS = [f"{t.id.split('/')[-1]}-{impl}-{k}" for t, impl, k, _ in VARIANTS]
 
 
 def test_every_starter_barrier_has_a_variant():
-    assert len(VARIANTS) == 88 and len({t.id for t, *_ in VARIANTS}) == 27  # 42 implementations
+    assert len(VARIANTS) >= 88 and len({t.id for t, *_ in VARIANTS}) >= 27  # as of 2026-12-02: 88 from 27 tasks
 
 
 # A sample for CI (the whole set runs under -m gpu, on both backends): variants that race by CUDA's rules (the

@@ -33,13 +33,14 @@ from cudaperf_env.backends.cuda.timing import (
     TimingOptions,
     bandwidth_flag,
     estimate_speedup,
+    over_c_reference,
     wall_clock_inconsistent,
 )
 from cudaperf_env.backends.execute import CallResult, Job, call_once, run_jobs
+from cudaperf_env.backends.generator import task_inputs
 from cudaperf_env.backends.harness import wrap
 from cudaperf_env.backends.sandbox import Crash, WorkerProcess
 from cudaperf_env.errors import BackendUnavailableError
-from cudaperf_env.tasks.inputs import make_inputs
 from cudaperf_env.tasks.schema import Config, Task
 from cudaperf_env.toolchain import tools
 from cudaperf_env.toolchain.cache import scratch_dir
@@ -199,11 +200,20 @@ class CudaBackend:
         evaluations compile in parallel but never share the GPU while one is timed.
         The timing inputs are fixed per task and configuration (``PerfInputs``), so
         ``seed`` does not enter here.
+
+        A task without a baseline implementation is timed against the candidate itself (the same
+        hardened calls, checks and budget), and its speedup is over the C reference compiled with
+        optimizations and timed on the host (:func:`~cudaperf_env.backends.cuda.timing.over_c_reference`).
         """
+        assert isinstance(worker, WorkerProcess), "time() takes the worker start_worker() made"
+        if not task.baseline:
+            with self.gpu_lock:
+                timing = self._time(task, candidate, worker, paired=False)
+            return over_c_reference(timing, self._c_reference_ms(task, workdir)) if isinstance(timing, Timing) \
+                else timing  # fmt: skip
         baseline = self.build(task, task.implementation(task.baseline).source)  # cached after the first
         if not baseline.ok or baseline.library is None:
             raise BackendUnavailableError(f"{task.id}: the baseline implementation does not build:\n{baseline.log}")
-        assert isinstance(worker, WorkerProcess), "time() takes the worker start_worker() made"
         with self.gpu_lock:
             timing = self._time(task, baseline, worker)
         if self.time_c_reference and isinstance(timing, Timing):
@@ -219,7 +229,7 @@ class CudaBackend:
                 build = build_c_reference(wrap(task, task.reference_source, "c", "reference.c"))
                 ms = math.nan
                 if build.ok and build.library is not None:
-                    job = Job(config, make_inputs(task, config, 1000))
+                    job = Job(config, task_inputs(task, config, 1000))
                     result = run_jobs(build.library, task, [job], workdir, self.c_reference_timeout_s,
                                       deterministic=True)[0]  # fmt: skip
                     ms = result.seconds * 1e3 if result.status == "ok" else math.nan
@@ -227,7 +237,7 @@ class CudaBackend:
             times.append(self.c_reference_ms[key])
         return tuple(times)
 
-    def _time(self, task: Task, baseline: Build, worker: WorkerProcess) -> Timing | Crash:
+    def _time(self, task: Task, baseline: Build, worker: WorkerProcess, paired: bool = True) -> Timing | Crash:
         reply = worker.request({"op": "load", "lib": str(baseline.library), "name": "baseline"}, self.timeout_s)
         if isinstance(reply, Crash):
             return reply
@@ -237,7 +247,7 @@ class CudaBackend:
         phases: dict[str, float] = {}
         left_s = self.timing.evaluation_budget_s  # shared by the configurations' warmup and timed calls
         for index, config in enumerate(configs):
-            outcome = self._time_config(task, index, config, worker, device, phases, left_s)
+            outcome = self._time_config(task, index, config, worker, device, phases, left_s, paired)
             if isinstance(outcome, Crash):
                 return outcome
             estimate, config_flags, config_mismatch, bound, spent_s, stop = outcome
@@ -278,6 +288,7 @@ class CudaBackend:
         device: dict,
         phases: dict,
         left_s: float = math.inf,
+        paired: bool = True,
     ) -> tuple[SpeedupEstimate, list[str], str, float, float, str] | Crash:
         """One timing configuration: estimate, flags, mismatch, the speedup's upper bound where timing
         stopped early for slowness (else NaN), seconds of the budget spent, and why the trials stopped."""
@@ -300,7 +311,7 @@ class CudaBackend:
         spent_s = float(reply["phases"]["trials_s"] + reply["phases"]["check_s"])
         if not math.isfinite(bound):
             calls = wall_check_calls(opts.wall_check_calls, estimate.candidate_ms, left_s - spent_s)
-            flags += self._wall_check(worker, calls)
+            flags += self._wall_check(worker, calls, paired)
         moved = sum(s.nbytes * (2 if s.arg.role == "inout" else 1) for s in files[0].slots)
         if "copy_gbps" in device and bandwidth_flag(moved, estimate.candidate_ms, float(device["copy_gbps"])):
             flags.append("faster than the memory bandwidth allows")
@@ -309,10 +320,13 @@ class CudaBackend:
             phases[key] = phases.get(key, 0.0) + value
         return estimate, flags, mismatch, bound, spent_s + wall_check_s, str(reply.get("stop", ""))
 
-    def _wall_check(self, worker: WorkerProcess, calls: int | None = None) -> list[str]:
-        """Compare reported event times with the parent's own clock over ``calls`` back-to-back calls each."""
+    def _wall_check(self, worker: WorkerProcess, calls: int | None = None, paired: bool = True) -> list[str]:
+        """Compare reported event times with the parent's own clock over ``calls`` back-to-back calls each.
+
+        The trusted baseline's calls measure the per-call overhead; unpaired (the candidate timed
+        against itself) there is none to trust, so no overhead is subtracted."""
         observed = {}
-        for lib in ("baseline", "candidate"):
+        for lib in ("baseline", "candidate") if paired else ("candidate",):
             if isinstance(worker.request({"op": "stage", "set": 0}, self.timeout_s), Crash):
                 return ["wall-clock check failed"]
             start = time.perf_counter()
@@ -322,8 +336,10 @@ class CudaBackend:
             if isinstance(reply, Crash) or not reply.get("ok"):
                 return ["wall-clock check failed"]
             observed[lib] = (reply["events"], wall_ms)
-        events_b, wall_b = observed["baseline"]
-        overhead = max(0.0, wall_b / len(events_b) - float(np.median(events_b)))
+        overhead = 0.0
+        if paired:
+            events_b, wall_b = observed["baseline"]
+            overhead = max(0.0, wall_b / len(events_b) - float(np.median(events_b)))
         events_c, wall_c = observed["candidate"]
         if wall_clock_inconsistent(events_c, wall_c, overhead):
             return ["event times disagree with the wall clock"]
@@ -383,10 +399,14 @@ def _slow_verdict(opts: TimingOptions, reply: dict, samples: dict[str, list[floa
 
 
 def output_checks(task: Task) -> list[dict]:
-    """How the worker compares each output buffer on the device (``compare.py``'s rule)."""
+    """How the worker compares each output buffer on the device (``compare.py``'s rule).
+
+    Outputs whose order is free (``check: multiset``/``sorted``) or whose length is counted are
+    left out: element by element they may differ from the baseline's on every call (atomics);
+    the correctness run judged them, and their counts are still compared here."""
     checks = []
     for i, arg in enumerate(task.args):
-        if arg.role in ("out", "inout"):
+        if arg.role in ("out", "inout") and arg.check == "elementwise" and not arg.length and task.checker is None:
             tol = task.tolerance(arg.dtype)
             checks.append({"arg": i, "elem_bytes": arg.dtype.itemsize, "is_float": int(arg.dtype.is_float),
                            "atol": tol.atol, "rtol": tol.rtol})  # fmt: skip
@@ -442,7 +462,7 @@ class PerfInputs:
         key = (task.id, index)
         if key not in self._sets:
             self._sets[key] = [
-                BufferFile(self.folder / f"{abs(hash(key))}-{k}.bin", task, config, make_inputs(task, config, 1000 + k))
+                BufferFile(self.folder / f"{abs(hash(key))}-{k}.bin", task, config, task_inputs(task, config, 1000 + k))
                 for k in range(count)
             ]
         return self._sets[key]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -118,6 +118,9 @@ class Timing:
         over_budget: The evaluation's timing budget (``evaluation_budget_s``) or a configuration's
             (``budget_s``) ran out before the trials reached ``target_rse``: the medians rest on
             fewer calls than usual.
+        baseline: What the speedup is over: ``"implementation"`` (the task's baseline CUDA
+            implementation, timed interleaved on the same GPU) or ``"c_reference"`` (a task without
+            a baseline: the C reference compiled with optimizations, timed on the host CPU).
     """
 
     estimate: SpeedupEstimate
@@ -130,6 +133,7 @@ class Timing:
     speedup_bound: float = math.nan
     capped_configs: tuple[int, ...] = ()
     over_budget: bool = False
+    baseline: str = "implementation"
 
     @property
     def capped(self) -> bool:
@@ -154,6 +158,35 @@ def estimate_speedup(
     if abs(speedup - 1.0) <= deadband:
         speedup = 1.0
     return SpeedupEstimate(med_c, med_b, speedup, min(lcb, speedup), int(min(c.size, b.size)))
+
+
+def over_c_reference(timing: Timing, reference_ms: Sequence[float]) -> Timing:
+    """A self-paired timing (the candidate interleaved with itself) as a speedup over the C reference (pure).
+
+    Per configuration the speedup is ``reference / candidate``; its lower bound keeps the relative
+    noise margin the self-pairing measured (``speedup_lcb / speedup`` of candidate vs candidate).
+    A configuration whose reference could not be timed (NaN) leaves the speedup NaN and flagged.
+    """
+    per_config = []
+    for est, ref in zip(timing.per_config, reference_ms, strict=True):
+        speedup = ref / est.candidate_ms if est.candidate_ms > 0 else math.nan
+        margin = est.speedup_lcb / est.speedup if est.speedup > 0 else 1.0
+        per_config.append(SpeedupEstimate(est.candidate_ms, ref, speedup, speedup * min(margin, 1.0), est.trials))
+    flags = timing.flags
+    if not all(math.isfinite(e.speedup) for e in per_config):
+        flags += ("the C reference could not be timed on every configuration",)
+
+    def gmean(xs: list[float]) -> float:
+        return float(np.exp(np.mean(np.log(xs)))) if xs and all(math.isfinite(x) for x in xs) else math.nan
+
+    combined = SpeedupEstimate(
+        gmean([e.candidate_ms for e in per_config]), gmean([e.baseline_ms for e in per_config]),
+        gmean([e.speedup for e in per_config]), gmean([e.speedup_lcb for e in per_config]),
+        min((e.trials for e in per_config), default=0),
+    )  # fmt: skip
+    return replace(timing, estimate=combined, per_config=tuple(per_config), flags=flags,
+                   c_reference_ms=tuple(reference_ms), speedup_bound=math.nan, capped_configs=(),
+                   baseline="c_reference")  # fmt: skip
 
 
 def wall_clock_inconsistent(events_ms: Sequence[float], wall_ms: float, overhead_ms: float) -> bool:

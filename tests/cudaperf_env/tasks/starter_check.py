@@ -58,6 +58,7 @@ TASK_DIR = ROOT / "cudaperf_env" / "tasks" / "data" / "c2cuda"
 NVCC = os.environ.get("NVCC", "/usr/local/bin/nvcc" if Path("/usr/local/bin/nvcc").exists() else "nvcc")
 
 DTYPES = {  # dtype -> (numpy dtype, C type)
+    "bool": (np.uint8, "bool"),
     "int8": (np.int8, "signed char"),
     "int16": (np.int16, "short"),
     "int32": (np.int32, "int"),
@@ -158,7 +159,7 @@ class Task:
     def signature(self) -> str:
         parts = []
         for a in self.args:
-            ctype = DTYPES[a["dtype"]][1]
+            ctype = a.get("ctype") or DTYPES[a["dtype"]][1]
             if a["role"] == "scalar":
                 parts.append(f"{ctype} {a['name']}")
             elif a["role"] == "in":
@@ -183,7 +184,8 @@ class Task:
         return [a for a in self.args if a["role"] != "scalar"]
 
     def shape(self, arg: dict[str, Any], cfg: dict[str, int]) -> tuple[int, ...]:
-        return tuple(int(eval_expr(e, cfg)) for e in arg["shape"])
+        fields = (len(arg["fields"]),) if arg.get("fields") else ()  # structs: interleaved fields last
+        return tuple(int(eval_expr(e, cfg)) for e in arg["shape"]) + fields
 
 
 def _need(cond: bool, where: str, msg: str) -> None:
@@ -221,7 +223,7 @@ def check_schema(path: Path) -> Task:
         _need(a.get("role") in ROLES, aw, f"role must be one of {ROLES}")
         _need(a.get("dtype") in DTYPES, aw, f"dtype must be one of {sorted(DTYPES)}")
         if a["role"] == "scalar":
-            _need("value" in a and "shape" not in a and "init" not in a, aw, "scalar needs value only")
+            _need(("value" in a or "init" in a) and "shape" not in a, aw, "scalar needs a value or an init, no shape")
         else:
             _need(isinstance(a.get("shape"), list) and a["shape"], aw, "buffer needs a shape list")
             _need("value" not in a, aw, "buffer has no value")
@@ -237,8 +239,10 @@ def check_schema(path: Path) -> Task:
             _need(isinstance(cfg, dict) and all(isinstance(v, int) for v in cfg.values()), cw,
                   "mapping of symbol -> integer")
             for a in task.args:
-                if a["role"] == "scalar":
+                if a["role"] == "scalar" and "value" in a:
                     eval_expr(a["value"], cfg, allow_float=a["dtype"].startswith("float"))
+                elif a["role"] == "scalar":
+                    pass  # drawn per episode: the package's loader checks the distribution
                 else:
                     shp = task.shape(a, cfg)
                     _need(all(s >= 1 for s in shp), cw, f"{a['name']} shape {shp} not positive")
@@ -333,7 +337,11 @@ def nvcc_cubin(task: Task, impl: dict[str, Any], workdir: Path) -> tuple[bool, s
 
 def build_reference(task: Task, workdir: Path) -> ctypes.CDLL:
     src = workdir / f"{task.name}__ref.c"
-    src.write_text(f"{task.signature()};\n#line 1 \"reference.c\"\n{task.data['reference']['source']}")
+    from cudaperf_env.tasks import load_task
+
+    includes = "#include <stdbool.h>\n#include <stddef.h>\n#include <stdint.h>\n"
+    includes += load_task(task.path).type_declarations("c")
+    src.write_text(f"{includes}{task.signature()};\n#line 1 \"reference.c\"\n{task.data['reference']['source']}")
     lib = src.with_suffix(".so")
     p = run_cmd(["gcc", "-std=c11", "-O2", "-Wall", "-Werror", "-shared", "-fPIC", "-o", str(lib),
                  str(src), "-lm"])
@@ -344,11 +352,28 @@ def build_reference(task: Task, workdir: Path) -> ctypes.CDLL:
 
 # ----------------------------------------------------------------------------- inputs
 
+PACKAGE_DISTRIBUTIONS = ("bernoulli", "unique", "unique_sorted", "planted", "symmetric", "spd", "nonsingular",
+                         "adjacency", "csr_graph", "csr_matrix")  # fmt: skip
+
+
+def package_inputs(task: Task, cfg: dict[str, int], seed: int) -> dict[str, np.ndarray]:
+    """The package's own draw, for distributions with a property to construct (graphs, SPD matrices)."""
+    from cudaperf_env.tasks import load_task
+    from cudaperf_env.tasks.inputs import make_inputs as draw
+
+    return draw(load_task(task.path), cfg, seed)
+
+
 def make_inputs(task: Task, cfg: dict[str, int], rng: np.random.Generator) -> dict[str, Any]:
     """Scalars (numpy scalars of the arg dtype) and buffers drawn per each arg's init."""
     vals: dict[str, Any] = {}
+    package: dict[str, np.ndarray] = {}
     for a in task.args:
         npdt = DTYPES[a["dtype"]][0]
+        if a["role"] == "scalar" and a.get("init"):  # drawn per episode: the package draws it
+            package = package or package_inputs(task, cfg, int(rng.integers(1 << 31)))
+            vals[a["name"]] = np.array(package[a["name"]][0], dtype=npdt)
+            continue
         if a["role"] == "scalar":
             vals[a["name"]] = np.array(eval_expr(a["value"], cfg, allow_float=True), dtype=npdt)
             continue
@@ -361,7 +386,7 @@ def make_inputs(task: Task, cfg: dict[str, int], rng: np.random.Generator) -> di
         is_float = a["dtype"].startswith("float")
         init = dict(a.get("init") or ({"dist": "normal"} if is_float else {"dist": "randint", "low": 0, "high": 100}))
         dist = init.pop("dist")
-        ev = {k: eval_expr(v, cfg, allow_float=True) for k, v in init.items()}
+        ev = {k: eval_expr(v, cfg, allow_float=True) for k, v in init.items() if k not in ("group", "part")}
         if dist == "normal":
             arr = rng.normal(ev.get("mean", 0.0), ev.get("std", 1.0), size)
         elif dist == "uniform":
@@ -376,6 +401,9 @@ def make_inputs(task: Task, cfg: dict[str, int], rng: np.random.Generator) -> di
             nnz = int(ev["nnz"])
             inner = np.sort(rng.integers(0, nnz + 1, size - 2))
             arr = np.concatenate([[0], inner, [nnz]])
+        elif dist in PACKAGE_DISTRIBUTIONS:  # structured ones: drawn by the package, for every buffer of a group
+            package = package or package_inputs(task, cfg, int(rng.integers(1 << 31)))
+            arr = package[a["name"]]
         else:
             raise CheckError(f"{task.path.name}: {a['name']}: unknown init dist {dist!r}")
         vals[a["name"]] = np.ascontiguousarray(arr.astype(npdt).reshape(shape))
@@ -421,6 +449,19 @@ def smallest_first(task: Task, cfgs: list[dict[str, int]]) -> list[dict[str, int
     return sorted(cfgs, key=lambda c: sum(int(np.prod(task.shape(a, c))) for a in task.buffers()))
 
 
+def as_checked(a: dict, got: dict[str, Any], want: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """One output as its ``check``/``length`` compares it: the counted prefix, sorted where order is free."""
+    g, w = np.asarray(got[a["name"]]).ravel(), np.asarray(want[a["name"]]).ravel()
+    if a.get("length"):
+        count = int(np.asarray(want[a["length"]]).ravel()[0])
+        g, w = g[:count], w[:count]
+    if a.get("check") == "multiset":
+        g, w = np.sort(g), np.sort(w)
+    elif a.get("check") == "sorted":
+        w = np.sort(w)
+    return g, w
+
+
 def check_reference(task: Task, lib: ctypes.CDLL, seed: int) -> str:
     """C reference vs numpy on every visible and hidden config; returns a summary."""
     fn = NUMPY_REFS.get(task.id)
@@ -441,8 +482,8 @@ def check_reference(task: Task, lib: ctypes.CDLL, seed: int) -> str:
                       f"reference modified in-buffer {n}")
                 continue
             _need(n in want, task.path.name, f"numpy reference returned no {n}")
-            w = np.asarray(want[n]).astype(DTYPES[a["dtype"]][0]).reshape(task.shape(a, cfg))
-            ok, r = compare(task, a["dtype"], got[n], w)
+            w = np.asarray(want[n]).astype(DTYPES[a["dtype"]][0])
+            ok, r = compare(task, a["dtype"], *as_checked(a, got, {**want, n: w}))
             _need(ok, f"{task.path.name}: config {cfg}",
                   f"C reference and numpy disagree on {n} (worst err/allowed {r:.3g})")
             worst = max(worst, r)
@@ -524,6 +565,11 @@ def _stencil3(x: np.ndarray, a: float, b: float, c: float) -> np.ndarray:
     return f64(a) * p[:-2] + f64(b) * p[1:-1] + f64(c) * p[2:]
 
 
+def _complex_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    p = (a[:, 0].astype(f64) + 1j * a[:, 1]) * (b[:, 0].astype(f64) + 1j * b[:, 1])
+    return np.stack([p.real, p.imag], axis=1)
+
+
 NUMPY_REFS: dict[str, Callable[..., dict[str, Any]]] = {
     "c2cuda/saxpy_f32": lambda cfg, n, a, x, y: {"y": f64(a) * x + y},
     "c2cuda/gelu_f32": lambda cfg, n, x: {"y": _gelu(x)},
@@ -564,6 +610,15 @@ NUMPY_REFS: dict[str, Callable[..., dict[str, Any]]] = {
     "c2cuda/conv1d_f32": lambda cfg, cin, cout, length, kw, x, w: {"y": _conv1d(x, w)},
     "c2cuda/spmv_csr_f32": lambda cfg, m, n, rowptr, colidx, vals, x: {
         "y": _spmv(rowptr, colidx, vals, x)},
+    "c2cuda/spmv_csr_f64": lambda cfg, n, rowptr, colidx, values, x: {"y": _spmv(rowptr, colidx, values, x)},
+    "c2cuda/symv_f32": lambda cfg, n, a, x: {"y": a.astype(f64) @ x.astype(f64)},
+    "c2cuda/find_first_i32": lambda cfg, n, target, a: {
+        "out": [int(np.argmax(a == target)) if (a == target).any() else -1]},
+    "c2cuda/lower_bound_i32": lambda cfg, n, m, keys, queries: {"pos": np.searchsorted(keys, queries, "left")},
+    "c2cuda/select_positive_f32": lambda cfg, n, x: {"out": x[x > 0], "count": [int((x > 0).sum())]},
+    "c2cuda/complex_mul_f32": lambda cfg, n, a, b: {"c": _complex_mul(a, b)},
+    "c2cuda/returns_f32": lambda cfg, n, p: {"r": (p[1:].astype(f64) - p[:-1]) / p[:-1]},
+    "c2cuda/masked_axpy_f32": lambda cfg, n, alpha, mask, x, y: {"y": y + np.where(mask != 0, f64(alpha) * x, 0.0)},
 }
 
 
@@ -698,7 +753,7 @@ def gpu_worker(task_path: Path, impl_names: list[str], mode: str, seed: int, wor
                         errors.append(f"{cfg}: {e}")
                         break
                     for a in task.buffers():
-                        ok, r = compare(task, a["dtype"], got[a["name"]], want[a["name"]])
+                        ok, r = compare(task, a["dtype"], *as_checked(a, got, want))
                         if a["role"] != "in":
                             worst = max(worst, r)
                         if not ok:

@@ -16,8 +16,11 @@ def test_compilers_beyond_the_bound_wait_for_a_slot(monkeypatch, tmp_path):
         t.start()
     for t in threads:
         t.join()
-    assert time.perf_counter() - start >= 0.55  # one after the other
-    assert all(r.ok and r.seconds < 0.5 for r in results)  # the wait is not charged to the compiler's limit
+    elapsed = time.perf_counter() - start
+    assert elapsed >= 0.6 and all(r.ok and r.seconds >= 0.3 for r in results)  # one after the other
+    # The wait is not charged to the compiler's limit: the charged intervals are disjoint slots
+    # inside the elapsed time (charged waits would sum to about 1.5x it, whatever the load).
+    assert sum(r.seconds for r in results) <= elapsed
 
 
 def test_a_cancelled_wait_returns_at_once(monkeypatch, tmp_path):

@@ -120,3 +120,22 @@ def test_crash_and_hang_leave_the_next_episode_working():
     assert ev.evaluate(SAXPY, hang, seed=10).status == "timeout"
     good = ev.evaluate(SAXPY, SAXPY.implementation(SAXPY.baseline).source, seed=11)
     assert good.status == "ok" and good.correct
+
+
+def test_a_task_without_baseline_is_timed_against_its_c_reference(timed):
+    from pathlib import Path
+
+    from cudaperf_env.feedback import feedback
+    from cudaperf_env.tasks import load_task
+
+    task = load_task(Path(__file__).parents[3] / "fixtures" / "minimal_tasks" / "vadd.yaml")
+    source = (
+        "__global__ void k(int n, const float* a, const float* b, float* c) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) c[i] = a[i] + b[i];\n}\n"
+        'extern "C" void vadd(int n, const float* a, const float* b, float* c) {\n'
+        "  k<<<(n + 255) / 256, 256>>>(n, a, b, c);\n}\n"
+    )
+    e = timed.evaluate(task, source, seed=3)
+    assert (e.status, e.correct, e.baseline) == ("ok", True, "c_reference"), e.message
+    assert math.isfinite(e.speedup) and e.speedup > 0 and e.speedup_lcb <= e.speedup
+    assert e.baseline_ms > 0 and "compiled with -O2 on the host CPU" in feedback(task, e)

@@ -5,9 +5,12 @@ import pytest
 from cudaperf_env.backends import make_backend
 from cudaperf_env.backends.cuda.backend import CudaBackend
 from cudaperf_env.backends.cuda.timing import (
+    SpeedupEstimate,
+    Timing,
     TimingOptions,
     bandwidth_flag,
     estimate_speedup,
+    over_c_reference,
     wall_clock_inconsistent,
 )
 from cudaperf_env.errors import BackendUnavailableError
@@ -53,3 +56,22 @@ def test_cuda_backend_without_a_gpu_says_what_to_do(monkeypatch):
     with pytest.raises(BackendUnavailableError, match="use backend='cpu'"):
         make_backend("cuda")
     assert make_backend("auto").name == "cpu"
+
+
+def test_a_task_without_baseline_gets_its_speedup_over_the_c_reference():
+    # the candidate timed against itself: 0.5 ms and 2 ms, with a 10% noise margin on the first
+    per_config = (SpeedupEstimate(0.5, 0.5, 1.0, 0.9, 40), SpeedupEstimate(2.0, 2.0, 1.0, 1.0, 30))
+    timing = Timing(per_config[0], per_config=per_config, speedup_bound=0.1, capped_configs=(0,))
+    t = over_c_reference(timing, [10.0, 8.0])  # the C reference on the host: 10 ms and 8 ms
+    assert [e.speedup for e in t.per_config] == [20.0, 4.0]
+    assert [e.speedup_lcb for e in t.per_config] == pytest.approx([18.0, 4.0])
+    assert t.estimate.speedup == pytest.approx((20.0 * 4.0) ** 0.5) and t.estimate.trials == 30
+    assert (t.baseline, t.flags, t.c_reference_ms, t.capped_configs) == ("c_reference", (), (10.0, 8.0), ())
+    assert t.speedup_bound != t.speedup_bound  # NaN: a bound against itself means nothing
+
+
+def test_an_untimed_c_reference_leaves_the_speedup_unmeasured_and_flagged():
+    est = SpeedupEstimate(1.0, 1.0, 1.0, 1.0, 10)
+    t = over_c_reference(Timing(est, per_config=(est, est)), [3.0, float("nan")])
+    assert t.estimate.speedup != t.estimate.speedup
+    assert t.flags == ("the C reference could not be timed on every configuration",)

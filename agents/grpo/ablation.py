@@ -1,0 +1,304 @@
+"""The reward ablation: does a structural + ranker reward train better kernel writers than speedup alone?
+
+Arms (:data:`ARMS`, each a reward preset and the ranker on or off) x seeds, all from the
+same start model, on the same training tasks, for the same number of steps. Each run's
+start model and final checkpoint are evaluated with ``cudaperf evaluate`` on the held-out
+splits (validation: the families seen in training; test: held-out families), with the
+same evaluation seed for a run's start and final, so the comparison is paired.
+
+Every piece of work is a *job* run as a subprocess (a fresh CUDA context each, and vLLM
+engines free their memory only when their process ends), up to ``--gpus`` at once, each
+pinned to one GPU. A job is done when its output exists (``final/`` of a run,
+``report.json`` of an evaluation), so re-running the same command skips finished work and
+resumes unfinished runs from their checkpoints. With ``--max-minutes`` no job is started
+that would not fit and training jobs get the remaining time as their own budget: split a
+long ablation into commands of under 10 minutes and repeat the command until it reports
+``complete``.
+
+Layout of ``--out``: ``runs/<arm>/seed-<s>/`` (GRPO run directories),
+``eval/start/seed-<s>/<split>/`` and ``eval/<arm>/seed-<s>/<split>/`` (evaluation reports),
+``logs/`` (each job's output). Results: ``--results`` (JSON) and its ``_curves.png``.
+
+Run: ``python -m agents.grpo.ablation --model START --out runs/ablation --seeds 0 1 --steps 20 --max-minutes 9``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from agents.grpo.ablation_results import arm_result, plot_curves
+
+ARMS: Mapping[str, tuple[str, bool]] = MappingProxyType({
+    "speedup_only": ("speedup_only", False),
+    "cudaperf_no_ranker": ("cudaperf", False),
+    "cudaperf_ranker": ("cudaperf", True),
+    "kevin": ("kevin", False),
+    "cuda_agent": ("cuda_agent", False),
+})
+"""Arm name -> (reward preset, ranker on)."""
+
+
+@dataclass(frozen=True)
+class AblationConfig:
+    """The ablation.
+
+    Attributes:
+        model: Start model: a local model directory (e.g. the SFT model exported as one) shared by every arm.
+        out: Working directory of runs, evaluations and logs.
+        results: Where the JSON results go (the curves next to it as ``<stem>_curves.png``).
+        arms: Arms to run (keys of ARMS).
+        seeds: Training seeds; each arm runs every seed.
+        steps: GRPO steps per run.
+        turns: Replies per trajectory, in training and evaluation.
+        group: Trajectories per task in training (G).
+        tasks_per_step: Tasks per training step.
+        max_tokens: New tokens per reply.
+        lr: Learning rate.
+        train_split: Split the training tasks come from.
+        train_limit: Use the first N tasks of the training split (0: all).
+        eval_splits: Held-out splits every checkpoint is evaluated on.
+        eval_limit: Evaluate on N tasks of each held-out split, spread over its families (0: all).
+        eval_group: Samples per task in evaluation (pass@1 is their mean).
+        backend: Grading backend of training and evaluation (cuda for speedups).
+        generator: Training's generator (vllm or transformers).
+        eval_policy: The evaluation's policy (vllm or transformers).
+        gpus: Jobs run at once, one GPU each.
+        max_minutes: Stop starting jobs past this budget (0: none); re-run to continue.
+        eval_minutes: Budget needed to start an evaluation job (it is killed at the deadline otherwise).
+        train_minutes: Budget needed to start a training job (loading, engine start-up and one step).
+    """
+
+    model: str
+    out: str = "runs/ablation"
+    results: str = "benchmarks/results/grpo_ablation.json"
+    arms: tuple[str, ...] = ("speedup_only", "cudaperf_no_ranker", "cudaperf_ranker")
+    seeds: tuple[int, ...] = (0, 1)
+    steps: int = 20
+    turns: int = 2
+    group: int = 8
+    tasks_per_step: int = 4
+    max_tokens: int = 1024
+    lr: float = 2e-5
+    train_split: str = "train"
+    train_limit: int = 0
+    eval_splits: tuple[str, ...] = ("validation", "test")
+    eval_limit: int = 64
+    eval_group: int = 4
+    backend: str = "cuda"
+    generator: str = "vllm"
+    eval_policy: str = "vllm"
+    gpus: int = 1
+    max_minutes: float = 0.0
+    eval_minutes: float = 4.0
+    train_minutes: float = 3.0
+
+    def __post_init__(self) -> None:
+        unknown = [a for a in self.arms if a not in ARMS]
+        if unknown:
+            raise ValueError(f"unknown arms {unknown}; expected some of {', '.join(ARMS)}")
+        if not self.seeds or self.gpus < 1 or self.steps < 1:
+            raise ValueError("need at least one seed, one GPU and one step")
+
+
+@dataclass
+class Job:
+    """One subprocess: its command, the file that marks it done, and the jobs it waits for."""
+
+    name: str
+    command: list[str]
+    done_marker: Path
+    after: tuple[str, ...] = ()
+    trains: bool = False
+    log: Path = field(default=Path("job.log"))
+
+    @property
+    def done(self) -> bool:
+        return self.done_marker.exists()
+
+
+def run_dir(config: AblationConfig, arm: str, seed: int) -> Path:
+    return Path(config.out) / "runs" / arm / f"seed-{seed}"
+
+
+def eval_dir(config: AblationConfig, which: str, seed: int, split: str) -> Path:
+    return Path(config.out) / "eval" / which / f"seed-{seed}" / split
+
+
+def train_command(config: AblationConfig, arm: str, seed: int) -> list[str]:
+    """The ``python -m agents.grpo.trainer`` command of one (arm, seed) run (budget appended at launch)."""
+    preset, ranker = ARMS[arm]
+    return [sys.executable, "-m", "agents.grpo.trainer", "--out", str(run_dir(config, arm, seed)),
+            "--model", config.model, "--split", config.train_split, "--limit", str(config.train_limit),
+            "--preset", preset, "--ranker" if ranker else "--no-ranker", "--turns", str(config.turns),
+            "--group", str(config.group), "--tasks-per-step", str(config.tasks_per_step),
+            "--steps", str(config.steps), "--seed", str(seed), "--max-tokens", str(config.max_tokens),
+            "--lr", str(config.lr), "--backend", config.backend, "--generator", config.generator,
+            "--save-every", "1", "--keep-checkpoints", "1", "--no-progress"]  # fmt: skip
+
+
+def eval_command(config: AblationConfig, which: str, seed: int, split: str) -> list[str]:
+    """The ``cudaperf evaluate`` command of the start model (``which="start"``) or an arm's final checkpoint."""
+    command = [sys.executable, "-m", "cudaperf_env.cli", "evaluate", "--split", split,
+               "--limit", str(config.eval_limit), "--spread", "--policy", config.eval_policy,
+               "--model", config.model,
+               "--backend", config.backend, "--turns", str(config.turns), "--group", str(config.eval_group),
+               "--seed", str(seed), "--max-tokens", str(config.max_tokens),
+               "--out-dir", str(eval_dir(config, which, seed, split))]  # fmt: skip
+    if which != "start":
+        command += ["--adapter", str(run_dir(config, which, seed) / "final")]
+    return command
+
+
+def plan(config: AblationConfig) -> list[Job]:
+    """Every job of the ablation, in launch order: start evaluations, training runs, final evaluations."""
+    logs = Path(config.out) / "logs"
+    jobs = []
+    for seed in config.seeds:
+        for split in config.eval_splits:
+            d = eval_dir(config, "start", seed, split)
+            jobs.append(Job(f"eval-start-s{seed}-{split}", eval_command(config, "start", seed, split),
+                            d / "report.json", log=logs / f"eval-start-s{seed}-{split}.log"))  # fmt: skip
+    for arm in config.arms:
+        for seed in config.seeds:
+            name = f"train-{arm}-s{seed}"
+            jobs.append(Job(name, train_command(config, arm, seed), run_dir(config, arm, seed) / "final", trains=True,
+                            log=logs / f"{name}.log"))  # fmt: skip
+    for arm in config.arms:
+        for seed in config.seeds:
+            for split in config.eval_splits:
+                d = eval_dir(config, arm, seed, split)
+                jobs.append(Job(f"eval-{arm}-s{seed}-{split}", eval_command(config, arm, seed, split),
+                                d / "report.json", after=(f"train-{arm}-s{seed}",),
+                                log=logs / f"eval-{arm}-s{seed}-{split}.log"))  # fmt: skip
+    return jobs
+
+
+def run_jobs(jobs: Sequence[Job], gpus: int, max_minutes: float, eval_minutes: float, train_minutes: float = 3.0,
+             started: float | None = None) -> dict[str, str]:  # fmt: skip
+    """Run pending jobs, ``gpus`` at a time, within the budget; returns each job's state.
+
+    A job starts only with ``train_minutes`` (training) or ``eval_minutes`` left; a training job
+    gets the time left as its own ``--max-minutes`` (it checkpoints every step); any job still
+    running at the deadline is killed (a training run loses at most its current step).
+    States: ``done`` (finished now or before), ``failed`` (exit status not 0), ``incomplete``
+    (a training run that stopped at its budget, or a job killed at the deadline), ``pending``.
+    """
+    start = time.monotonic() if started is None else started
+    deadline = start + max_minutes * 60 if max_minutes > 0 else float("inf")
+    state = {j.name: "done" if j.done else "pending" for j in jobs}
+    free = list(range(gpus))
+    running: dict[str, tuple[subprocess.Popen[bytes], int, Job]] = {}
+    while True:
+        for name, (proc, gpu, job) in list(running.items()):
+            killed = proc.poll() is None and time.monotonic() > deadline
+            if killed:
+                proc.kill()  # past the deadline: an evaluation reruns next time, a run resumes
+                proc.wait()
+            if proc.poll() is not None:
+                failed = proc.returncode and not killed
+                state[name] = "done" if job.done else ("failed" if failed else "incomplete")
+                free.append(gpu)
+                del running[name]
+        left = (deadline - time.monotonic()) / 60
+        for job in jobs:
+            if not free or state[job.name] != "pending" or any(state[a] != "done" for a in job.after):
+                continue
+            if left < (train_minutes if job.trains else eval_minutes):
+                continue
+            gpu = free.pop(0)
+            command = job.command + (["--max-minutes", f"{left - 0.5:.2f}"] if job.trains and left < 1e9 else [])
+            job.log.parent.mkdir(parents=True, exist_ok=True)
+            with job.log.open("ab") as log:
+                log.write(f"$ {shlex.join(command)}\n".encode())
+                proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                        env={**os.environ, "CUDA_VISIBLE_DEVICES": str(gpu)})  # fmt: skip
+            running[job.name] = (proc, gpu, job)
+            state[job.name] = "running"
+        if not running:
+            return state
+        time.sleep(1.0)
+
+
+def device_info() -> dict[str, str]:
+    """The GPU card and driver (nvidia-smi), or that there was none."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30, check=True).stdout  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return {"card": "none", "driver": "none"}
+    card, _, driver = out.splitlines()[0].partition(",")
+    return {"card": card.strip(), "driver": driver.strip()}
+
+
+def write_results(config: AblationConfig, state: dict[str, str], command: str) -> dict[str, Any]:
+    """``config.results`` (JSON, whatever is finished so far) and the training curves next to it."""
+    runs, evals = Path(config.out) / "runs", Path(config.out) / "eval"
+    arms = [arm_result(a, *ARMS[a], config.seeds, config.steps, runs, evals, config.eval_splits) for a in config.arms]
+    results = {
+        "experiment": "grpo_reward_ablation",
+        "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d"),
+        "device": device_info(),
+        "command": command,
+        "complete": all(s == "done" for s in state.values()),
+        "jobs": state,
+        "config": {**asdict(config), "arms": list(config.arms), "seeds": list(config.seeds),
+                   "eval_splits": list(config.eval_splits)},  # fmt: skip
+        "arms": arms,
+    }
+    path = Path(config.results)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    curves = {a: [run_dir(config, a, s) for s in config.seeds] for a in config.arms}
+    if any((d / "metrics.jsonl").is_file() for ds in curves.values() for d in ds):
+        plot_curves(curves, path.with_name(path.stem + "_curves.png"))
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m agents.grpo.ablation``: every :class:`AblationConfig` field is a flag."""
+    from agents.grpo.config import field_help
+
+    parser = argparse.ArgumentParser(prog="python -m agents.grpo.ablation", description=__doc__.split("\n\n")[0])
+    helps = field_help(AblationConfig)
+    for f in AblationConfig.__dataclass_fields__.values():
+        flag, text = f"--{f.name.replace('_', '-')}", helps.get(f.name, "")
+        if f.name == "model":
+            parser.add_argument(flag, required=True, help=text)
+        elif isinstance(f.default, tuple):
+            kind = type(f.default[0]) if f.default else str
+            parser.add_argument(flag, nargs="+", type=kind, default=list(f.default), help=text)
+        else:
+            parser.add_argument(flag, type=type(f.default), default=f.default, help=f"{text} (default: %(default)s)")
+    parser.add_argument("--dry-run", action="store_true", help="print the jobs' commands and states, run nothing")
+    args = vars(parser.parse_args(argv))
+    dry = args.pop("dry_run")
+    values: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in args.items()}
+    config = AblationConfig(**values)
+    jobs = plan(config)
+    if dry:
+        for job in jobs:
+            print(f"[{'done' if job.done else 'pending'}] {job.name}: {shlex.join(job.command)}")
+        return 0
+    state = run_jobs(jobs, config.gpus, config.max_minutes, config.eval_minutes, config.train_minutes)
+    command = shlex.join(["python", "-m", "agents.grpo.ablation", *(argv if argv is not None else sys.argv[1:])])
+    results = write_results(config, state, command)
+    counts = {s: sum(v == s for v in state.values()) for s in sorted(set(state.values()))}
+    print(f"jobs: {counts}; results: {config.results}" + ("" if results["complete"] else
+          " (not complete: run the same command again)"))  # fmt: skip
+    return 1 if "failed" in state.values() else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

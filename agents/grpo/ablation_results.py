@@ -1,0 +1,117 @@
+"""The ablation's results: held-out metrics of each start and final checkpoint, intervals over seeds, curves.
+
+Pure where it can be: :func:`headline` and :func:`mean_ci` take numbers and
+reports; :func:`arm_result` reads the evaluation directories the driver wrote
+(``report.json`` and ``trajectories.jsonl`` per split, as ``cudaperf evaluate``
+writes them) and the runs' ``metrics.jsonl``.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from agents.grpo.logbook import read_metrics
+from agents.records import read_records
+from agents.report import build_report
+
+METRICS = ("pass_at_1", "fast_1", "fast_1_5", "geomean_speedup")
+
+# Two-sided 95% Student t quantiles by degrees of freedom (n - 1); beyond the table, the normal's 1.96.
+T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228}
+
+STEP_TIMES = ("time/step_s", "time/generation_s", "time/evaluation_s", "time/optimization_s", "time/eval_wait_s",
+              "time/eval_wait_share")  # fmt: skip
+
+
+def headline(report: dict[str, Any]) -> dict[str, Any]:
+    """pass@1, fast_1, fast_1.5, geomean speedup and correct-by-turn of one evaluation report."""
+    return {
+        "pass_at_1": report["pass_at_k"].get("1"),
+        "fast_1": report["fast_p"].get("1.0"),
+        "fast_1_5": report["fast_p"].get("1.5"),
+        "geomean_speedup": report["geomean_speedup"],
+        "correct_by_turn": [row["correct_by_turn"] for row in report["per_turn"]],
+        "tasks": report["tasks"],
+    }
+
+
+def mean_ci(values: Sequence[float | None]) -> dict[str, Any]:
+    """Mean and 95% Student-t interval of the measured values (None skipped); no interval for one value."""
+    xs = [v for v in values if v is not None and math.isfinite(v)]
+    if not xs:
+        return {"mean": None, "ci95": None, "n": 0}
+    mean = sum(xs) / len(xs)
+    if len(xs) < 2:
+        return {"mean": mean, "ci95": None, "n": 1}
+    half = T95.get(len(xs) - 1, 1.96) * statistics.stdev(xs) / math.sqrt(len(xs))
+    return {"mean": mean, "ci95": [mean - half, mean + half], "n": len(xs)}
+
+
+def evaluation(directory: Path, splits: Sequence[str]) -> dict[str, Any] | None:
+    """Held-out metrics over all ``splits`` together, plus each split's; None until every split is evaluated."""
+    dirs = [directory / s for s in splits]
+    if not all((d / "report.json").is_file() and (d / "trajectories.jsonl").is_file() for d in dirs):
+        return None
+    records = {s: read_records(d / "trajectories.jsonl") for s, d in zip(splits, dirs, strict=True)}
+    union = headline(build_report([r for rs in records.values() for r in rs]))
+    return {**union, "per_split": {s: headline(build_report(rs)) for s, rs in records.items()}}
+
+
+def step_times(run_dir: Path) -> dict[str, Any]:
+    """Mean wall time per step (generation, evaluation, optimization) and share spent waiting for evaluation."""
+    rows = read_metrics(run_dir / "metrics.jsonl")
+    out: dict[str, Any] = {"steps_logged": len(rows)}
+    for key in STEP_TIMES:
+        vals = [r[key] for r in rows if r.get(key) is not None]
+        out[key.split("/", 1)[1]] = sum(vals) / len(vals) if vals else None
+    return out
+
+
+def arm_result(name: str, preset: str, ranker: bool, seeds: Sequence[int], steps: int, runs: Path, evals: Path,
+               splits: Sequence[str]) -> dict[str, Any]:  # fmt: skip
+    """One arm's entry of ``grpo_ablation.json``: per seed start/final held-out metrics, intervals over seeds."""
+    per_seed: list[dict[str, Any]] = []
+    for seed in seeds:
+        start = evaluation(evals / "start" / f"seed-{seed}", splits)
+        final = evaluation(evals / name / f"seed-{seed}", splits)
+        per_seed.append({"seed": seed, "start": start, "final": final,
+                         "step_times": step_times(runs / name / f"seed-{seed}")})  # fmt: skip
+    summary: dict[str, Any] = {"final": {}, "delta": {}}
+    for metric in METRICS:
+        finals = [s["final"][metric] if s["final"] else None for s in per_seed]
+        deltas = [s["final"][metric] - s["start"][metric] if _both(s, metric) else None for s in per_seed]
+        summary["final"][metric] = mean_ci(finals)
+        summary["delta"][metric] = mean_ci(deltas)
+    return {"name": name, "preset": preset, "ranker": ranker, "seeds": list(seeds), "steps": steps,
+            "per_seed": per_seed, "summary": summary}  # fmt: skip
+
+
+def _both(seed_entry: dict[str, Any], metric: str) -> bool:
+    start, final = seed_entry["start"], seed_entry["final"]
+    return bool(start and final and start[metric] is not None and final[metric] is not None)
+
+
+def plot_curves(arms: dict[str, list[Path]], path: Path, keys: Sequence[str] = ("reward/total",
+                "pass_rate/trajectory", "time/eval_wait_share")) -> Path:  # fmt: skip
+    """Training curves: each key against step, one line per arm (mean over its seeds' runs)."""
+    from agents.plots import _pyplot, _save
+
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, len(keys), figsize=(4.5 * len(keys), 3.5))
+    for ax, key in zip(axes, keys, strict=True):
+        for arm, run_dirs in arms.items():
+            by_step: dict[int, list[float]] = {}
+            for run in run_dirs:
+                for row in read_metrics(run / "metrics.jsonl"):
+                    if row.get(key) is not None:
+                        by_step.setdefault(int(row["step"]), []).append(float(row[key]))
+            steps = sorted(by_step)
+            ax.plot(steps, [sum(by_step[s]) / len(by_step[s]) for s in steps], label=arm, marker=".")
+        ax.set(xlabel="step", title=key)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=8)
+    return _save(fig, plt, path)

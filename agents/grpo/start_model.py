@@ -1,0 +1,56 @@
+"""The start model of GRPO runs as one plain transformers directory: a base model with its SFT adapter merged.
+
+GRPO trains a fresh LoRA adapter on top of its start model, and the start model
+is the KL reference (the model with the adapter disabled). Merging the SFT
+adapter into the base weights first keeps that true, and gives vLLM and
+``cudaperf evaluate --model DIR --adapter RUN/final`` one directory to load
+(a GGUF file is de-quantized once here).
+
+Run: ``python -m agents.grpo.start_model --model BASE.gguf --adapter runs/sft/adapter --out runs/start``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+
+def export_start_model(model: str, out: str | Path, adapter: str | None = None, dtype: str = "float32") -> Path:
+    """Write ``model`` (merged with ``adapter`` when given) as a transformers directory at ``out``."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from agents.model import default_model_path, split_model_path
+
+    directory, gguf = split_model_path(model or default_model_path())
+    kwargs: dict[str, Any] = {"local_files_only": True, **({"gguf_file": gguf} if gguf else {})}
+    tokenizer = AutoTokenizer.from_pretrained(directory, **kwargs)
+    weights = AutoModelForCausalLM.from_pretrained(directory, dtype=getattr(torch, dtype), **kwargs)
+    if adapter:
+        from peft import PeftModel
+
+        weights = PeftModel.from_pretrained(weights, adapter, local_files_only=True).merge_and_unload()
+    target = Path(out)
+    weights.save_pretrained(target)
+    tokenizer.save_pretrained(target)
+    provenance = {"base": str(model or default_model_path()), "adapter": adapter, "dtype": dtype}
+    (target / "start_model.json").write_text(json.dumps(provenance, indent=2) + "\n", encoding="utf-8")
+    return target
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m agents.grpo.start_model``."""
+    parser = argparse.ArgumentParser(prog="python -m agents.grpo.start_model", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default="", help="base model directory or .gguf file (default: the embedded one)")
+    parser.add_argument("--adapter", help="an SFT LoRA adapter directory to merge in (agents/sft.py's OUT/adapter)")
+    parser.add_argument("--out", required=True, help="the directory to write")
+    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
+    args = parser.parse_args(argv)
+    print(export_start_model(args.model, args.out, args.adapter, args.dtype))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,136 @@
+"""The ablation driver: its jobs, its resumable scheduler (real subprocesses) and its results file."""
+
+import json
+import math
+import sys
+import time
+
+import pytest
+
+from agents.evaluate import evaluate_policy, write_report
+from agents.grpo.ablation import AblationConfig, Job, plan, run_jobs, write_results
+from agents.grpo.ablation_results import mean_ci
+from agents.grpo.logbook import Logbook
+from agents.policies import ScriptedPolicy
+from agents.rollout import RolloutConfig
+from cudaperf_env.backends import make_backend
+from cudaperf_env.evaluate import Evaluator
+from cudaperf_env.tasks import load_tasks
+
+TASK = load_tasks()["c2cuda/saxpy_f32"]
+GOOD = f"```cuda\n{TASK.implementation('naive').source}```"
+
+
+def test_plan_pairs_each_final_checkpoint_with_the_start_model_on_the_same_seed(tmp_path):
+    config = AblationConfig(model="/m", out=str(tmp_path), seeds=(0, 1))
+    jobs = {j.name: j for j in plan(config)}
+    assert len(jobs) == 2 * 2 + 3 * 2 + 3 * 2 * 2
+    speed, ranker = jobs["train-speedup_only-s1"].command, jobs["train-cudaperf_ranker-s1"].command
+    assert speed[speed.index("--preset") + 1] == "speedup_only" and "--no-ranker" in speed
+    assert ranker[ranker.index("--preset") + 1] == "cudaperf" and "--ranker" in ranker
+    assert "--no-ranker" in jobs["train-cudaperf_no_ranker-s0"].command
+    final, start = jobs["eval-cudaperf_ranker-s1-test"], jobs["eval-start-s1-test"]
+    assert final.after == ("train-cudaperf_ranker-s1",) and "--adapter" not in start.command
+    assert final.command[final.command.index("--adapter") + 1] == str(tmp_path / "runs/cudaperf_ranker/seed-1/final")
+    for job in (final, start):
+        assert job.command[job.command.index("--seed") + 1] == "1" and "--spread" in job.command
+    with pytest.raises(ValueError, match="unknown arms"):
+        AblationConfig(model="/m", arms=("best",))
+
+
+def _job(tmp_path, name, after=(), trains=False, fail=False):
+    marker = tmp_path / name
+    write = "import sys, pathlib; pathlib.Path(sys.argv[1]).write_text(' '.join(sys.argv[2:]))"
+    code = "import sys; sys.exit(3)" if fail else write
+    return Job(name, [sys.executable, "-c", code, str(marker)], marker, after=after, trains=trains,
+               log=tmp_path / "logs" / f"{name}.log")  # fmt: skip
+
+
+def test_scheduler_respects_order_budget_and_resumes(tmp_path):
+    jobs = [_job(tmp_path, "train", trains=True), _job(tmp_path, "eval", after=("train",)),
+            _job(tmp_path, "broken", fail=True), _job(tmp_path, "after-broken", after=("broken",))]  # fmt: skip
+    # no time left for an evaluation: only the training job starts, and it gets the budget as its own
+    state = run_jobs(jobs, gpus=2, max_minutes=2.0, eval_minutes=5.0, train_minutes=1.0)
+    assert state == {"train": "done", "eval": "pending", "broken": "pending", "after-broken": "pending"}
+    flag = (tmp_path / "train").read_text().split()
+    assert flag[0] == "--max-minutes" and 1.0 < float(flag[1]) < 1.6
+    # re-run with no budget: finished work is skipped, the rest runs in dependency order
+    state = run_jobs(jobs, gpus=2, max_minutes=0, eval_minutes=5.0, train_minutes=1.0)
+    assert state == {"train": "done", "eval": "done", "broken": "failed", "after-broken": "pending"}
+    assert (tmp_path / "eval").read_text() == ""  # not a training job: no budget flag
+    assert "$ " in (tmp_path / "logs" / "eval.log").read_text()
+
+
+def test_mean_ci_by_hand():
+    # mean 0.3, sd 0.1414, se 0.1, t(0.975, 1 dof) = 12.706
+    assert mean_ci([0.2, 0.4]) == {"mean": pytest.approx(0.3), "ci95": pytest.approx([0.3 - 1.2706, 0.3 + 1.2706]),
+                                   "n": 2}  # fmt: skip
+    assert mean_ci([0.5, None]) == {"mean": 0.5, "ci95": None, "n": 1}
+    assert mean_ci([math.nan]) == {"mean": None, "ci95": None, "n": 0}
+
+
+def test_results_file_has_the_issue_schema(tmp_path):
+    config = AblationConfig(model="/m", out=str(tmp_path / "abl"), results=str(tmp_path / "res" / "grpo_ablation.json"),
+                            arms=("speedup_only", "cudaperf_ranker"), seeds=(0, 1), steps=3, turns=1,
+                            eval_splits=("validation", "test"))  # fmt: skip
+    evaluator = Evaluator(make_backend("cpu"))
+    for seed in config.seeds:  # the start model writes no code; both arms' final checkpoints write the kernel
+        for which, replies in (("start", ["no code"]), ("speedup_only", [GOOD, "no"]), ("cudaperf_ranker", [GOOD])):
+            for split in config.eval_splits:
+                d = tmp_path / "abl" / "eval" / which / f"seed-{seed}" / split
+                rc = RolloutConfig(turns=1, group=2, seed=seed)
+                write_report(evaluate_policy(ScriptedPolicy(replies), [TASK], evaluator, rc, d / "trajectories.jsonl"),
+                             d, plots=False)  # fmt: skip
+        for arm in config.arms:
+            book = Logbook(tmp_path / "abl" / "runs" / arm / f"seed-{seed}", 3, False, False, 0)
+            for step in (1, 2, 3):
+                book.log(step, {"reward/total": step / 3, "pass_rate/trajectory": 0.5, "time/step_s": 10.0,
+                                "time/eval_wait_share": 0.1})  # fmt: skip
+            book.close()
+    results = write_results(config, {"x": "done"}, "python -m agents.grpo.ablation ...")
+    saved = json.loads((tmp_path / "res" / "grpo_ablation.json").read_text())
+    assert saved["complete"] and saved["command"].startswith("python -m") and "card" in saved["device"]
+    assert (tmp_path / "res" / "grpo_ablation_curves.png").stat().st_size > 1000
+    assert [a["preset"] for a in saved["arms"]] == ["speedup_only", "cudaperf"]
+    assert [a["ranker"] for a in saved["arms"]] == [False, True]
+    for arm in saved["arms"]:
+        assert arm["seeds"] == [0, 1] and arm["steps"] == 3
+        for entry in arm["per_seed"]:
+            for which in ("start", "final"):
+                assert {"pass_at_1", "fast_1", "fast_1_5", "geomean_speedup"} <= set(entry[which])
+            assert entry["start"]["pass_at_1"] == 0.0 and entry["step_times"]["step_s"] == 10.0
+    speed, ranker = results["arms"]
+    assert speed["per_seed"][0]["final"]["pass_at_1"] == pytest.approx(0.5)  # one of two samples correct
+    assert ranker["summary"]["delta"]["pass_at_1"] == {"mean": 1.0, "ci95": [1.0, 1.0], "n": 2}
+    assert speed["per_seed"][0]["final"]["per_split"]["test"]["tasks"] == 1
+
+
+def test_spread_subset_covers_the_families_round_robin():
+    from agents.evaluate import spread_over_families
+    from cudaperf_env.dataset import load_dataset
+
+    tasks = list(load_dataset("validation", labels=False).values())
+    families = list(dict.fromkeys(t.family for t in tasks))
+    picked = spread_over_families(tasks, len(families) + 2)
+    assert [t.family for t in picked[: len(families)]] == families  # one of each family first, in order
+    assert picked[len(families)].family == families[0] and len({t.id for t in picked}) == len(picked)
+    assert picked == spread_over_families(tasks, len(families) + 2)
+    assert len(spread_over_families(tasks[:3], 10)) == 3
+
+
+def test_driver_kills_a_job_at_the_deadline(tmp_path):
+    sleeper = Job("train", [sys.executable, "-c", "import time; time.sleep(60)"], tmp_path / "never", trains=True,
+                  log=tmp_path / "train.log")  # fmt: skip
+    started = time.monotonic() - 60 * 1.96  # 2.4 s of a 2-minute budget left
+    assert run_jobs([sleeper], 1, max_minutes=2.0, eval_minutes=5.0, train_minutes=0.01, started=started) == {
+        "train": "incomplete"}  # fmt: skip
+    assert time.monotonic() - started < 60 * 1.96 + 10
+
+
+def test_dry_run_lists_every_job(tmp_path, capsys):
+    from agents.grpo.ablation import main
+
+    assert main(["--model", "/m", "--out", str(tmp_path), "--seeds", "0", "--arms", "speedup_only", "--dry-run"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 + 1 + 2 and all(line.startswith("[pending] ") for line in lines)
+    assert "--save-every 1" in lines[2] and "--preset speedup_only" in lines[2]

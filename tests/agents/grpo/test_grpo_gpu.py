@@ -1,0 +1,46 @@
+"""On a GPU: two GRPO steps of the embedded model on training tasks graded on the GPU backend.
+
+Run on the GPU machine: ``pytest -m gpu -s tests/agents/grpo/test_grpo_gpu.py`` (needs the grpo extra,
+the embedded model or ``CUDAPERF_AGENT_MODEL=/path``, and vLLM for the vLLM test). ``-s`` prints each
+step's time split (generation, evaluation, optimization, share of the step waiting for evaluation).
+"""
+
+import json
+import math
+import os
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def start_model(tmp_path_factory):
+    pytest.importorskip("peft", reason="needs the grpo extra: pip install 'cudaperf-env[grpo]'")
+    from agents.grpo.start_model import export_start_model
+    from agents.model import default_model_path
+
+    return export_start_model(os.environ.get("CUDAPERF_AGENT_MODEL") or str(default_model_path()),
+                              tmp_path_factory.mktemp("start"))  # fmt: skip
+
+
+@pytest.mark.parametrize("generator", ["transformers", "vllm"])
+def test_two_grpo_steps_on_the_gpu(tmp_path, start_model, generator):
+    if generator == "vllm":
+        pytest.importorskip("vllm", reason="needs vLLM: pip install 'cudaperf-env[vllm]'")
+    from agents.grpo.config import GRPOConfig
+    from agents.grpo.logbook import read_metrics
+    from agents.grpo.trainer import train
+
+    config = GRPOConfig(out=str(tmp_path), model=str(start_model), split="train", preset="cudaperf", turns=2,
+                        group=4, tasks_per_step=4, steps=2, max_tokens=384, backend="cuda", device="cuda",
+                        generator=generator, rollout_workers=2, save_every=1, progress=False,
+                        tensorboard=False)  # fmt: skip
+    result = train(config)
+    assert result.stopped == "done" and (tmp_path / "final" / "adapter_config.json").is_file()
+    rows = read_metrics(tmp_path / "metrics.jsonl")
+    for row in rows:
+        shown = ("time/", "pass_rate", "reward/total", "loss")
+        print(json.dumps({k: v for k, v in row.items() if k.startswith(shown)}))
+        assert math.isfinite(row["loss/total"]) and row["time/generation_s"] > 0
+        assert row["time/eval_wait_share"] < 0.5, "evaluation should not be the bottleneck of a step"
