@@ -94,15 +94,16 @@ def test_not_yet_separated_cases_get_no_credit_on_a_gpu(evaluator, name):
     assert not e.correct, (e.status, e.message)
 
 
-# Legal CUDA that a GPU credits, but the host did the work: the CPU backend gives it no credit (a policy, so
-# there is no GPU twin).
+# Legal CUDA that a GPU credits, but the host did the work (its copy into the output follows the last launch):
+# the CPU backend gives it no credit (a policy, so there is no GPU twin). Initialising an output from the host
+# before the kernels that update it stays allowed (a starter does it).
 HOST_DID_THE_WORK = (
     "#include <vector>\n"
     "__global__ void touch(float* out) {}\n"
     'extern "C" void sum(int n, const float* x, float* out) {\n'
     "  std::vector<float> h(n);\n  cudaMemcpy(h.data(), x, n * sizeof(float), cudaMemcpyDeviceToHost);\n"
     "  double s = 0.0;\n  for (int i = 0; i < n; ++i) s += h[i];\n  float f = (float)s;\n"
-    "  cudaMemcpy(out, &f, sizeof f, cudaMemcpyHostToDevice);\n  touch<<<1, 1>>>(out);\n}\n"
+    "  touch<<<1, 1>>>(out);\n  cudaMemcpy(out, &f, sizeof f, cudaMemcpyHostToDevice);\n}\n"
 )
 
 

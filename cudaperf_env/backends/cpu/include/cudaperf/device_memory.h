@@ -28,6 +28,8 @@ inline unsigned g_device_region_count = 0;
 inline int g_host_depth = 0;  // > 0 while the entry (the submission's host code) runs
 inline int g_door_depth = 0;  // > 0 while a door (launch, copy) is open
 inline pthread_mutex_t g_device_mutex = PTHREAD_MUTEX_INITIALIZER;
+// The entry argument a host-to-device copy wrote last with no launch after it (-1: none).
+inline int g_host_wrote_arg = -1;
 
 inline bool host_protected() { return g_host_depth > 0 && g_door_depth == 0; }
 constexpr int kExitHostOutput = 77;
@@ -43,7 +45,7 @@ CUDAPERF_COLD CUDAPERF_LINKED const DeviceRegion* device_region_of(const void* p
 CUDAPERF_COLD CUDAPERF_LINKED void host_scope_enter();
 CUDAPERF_COLD CUDAPERF_LINKED void host_scope_leave();
 CUDAPERF_COLD CUDAPERF_LINKED void door_open();
-[[noreturn]] CUDAPERF_COLD CUDAPERF_LINKED void host_wrote_argument(const DeviceRegion& r);
+[[noreturn]] CUDAPERF_COLD CUDAPERF_LINKED void host_wrote_argument(int arg);
 CUDAPERF_COLD CUDAPERF_LINKED void door_close();
 #else
 CUDAPERF_COLD CUDAPERF_LINKED void protect_device_regions(bool closed) {
@@ -114,14 +116,29 @@ CUDAPERF_COLD CUDAPERF_LINKED void add_harness_mapping(const void* p, int arg) {
   std::fclose(f);
 }
 
+// The harness's buffers are written by kernels: a host-to-device copy into one that no launch
+// follows means the host computed (part of) the result, which earns no credit. (Initialising an
+// output from the host before the kernels that update it is fine.)
+[[noreturn]] CUDAPERF_COLD CUDAPERF_LINKED void host_wrote_argument(int arg) {
+  Line m;
+  m.str("the host copied data into argument #").num(arg);
+  m.str(" of the entry with cudaMemcpy after its last kernel launch: outputs must be computed by ");
+  m.str("kernels, not on the host");
+  fatal_exit_flush("host_output", kExitHostOutput, m);
+}
+
 CUDAPERF_COLD CUDAPERF_LINKED void host_scope_enter() {
   MutexLock lock(&g_device_mutex);
+  if (g_host_depth == 0) g_host_wrote_arg = -1;
   if (g_host_depth++ == 0 && g_door_depth == 0) protect_device_regions(true);
 }
 
 CUDAPERF_COLD CUDAPERF_LINKED void host_scope_leave() {
   MutexLock lock(&g_device_mutex);
   if (--g_host_depth != 0) return;
+  int wrote = g_host_wrote_arg;
+  g_host_wrote_arg = -1;
+  if (wrote >= 0) host_wrote_argument(wrote);
   protect_device_regions(false);
   for (unsigned i = 0; i < g_device_region_count;) {  // the harness's buffers are its own again
     if (g_device_regions[i].harness) {
@@ -135,15 +152,6 @@ CUDAPERF_COLD CUDAPERF_LINKED void host_scope_leave() {
 CUDAPERF_COLD CUDAPERF_LINKED void door_open() {
   MutexLock lock(&g_device_mutex);
   if (g_door_depth++ == 0 && g_host_depth > 0) protect_device_regions(false);
-}
-
-// The harness's buffers are written by kernels: a host-to-device copy into one means the host
-// computed (part of) the result, which earns no credit.
-[[noreturn]] CUDAPERF_COLD CUDAPERF_LINKED void host_wrote_argument(const DeviceRegion& r) {
-  Line m;
-  m.str("the host copied data into argument #").num(r.arg);
-  m.str(" of the entry with cudaMemcpy: outputs must be computed by kernels, not on the host");
-  fatal_exit_flush("host_output", kExitHostOutput, m);
 }
 
 CUDAPERF_COLD CUDAPERF_LINKED void door_close() {

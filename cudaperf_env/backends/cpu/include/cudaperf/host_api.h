@@ -395,7 +395,7 @@ inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemc
       (kind == cudaMemcpyHostToDevice ||
        (kind == cudaMemcpyDefault && !::cudaperf::detail::in_device_region(src)))) {
     const ::cudaperf::detail::DeviceRegion* r = ::cudaperf::detail::device_region_of(dst);
-    if (r != nullptr && r->harness) ::cudaperf::detail::host_wrote_argument(*r);
+    if (r != nullptr && r->harness) ::cudaperf::detail::g_host_wrote_arg = r->arg;
   }
   ::cudaperf::detail::DeviceDoor door;
   std::memmove(dst, src, bytes);

@@ -229,6 +229,7 @@ CUDAPERF_LINKED void launch_erased(const char* kernel, int line, dim3 grid, dim3
   }
   MutexLock lock(&g_launch_mutex);
   DeviceDoor door;      // kernels see device memory; host code does not
+  g_host_wrote_arg = -1;  // a kernel runs after the host's copies
   race_launch_begin();
   std::fflush(stdout);  // host output first, then the kernel's printf output
   Job job;
