@@ -30,6 +30,7 @@ from cudaperf_env.analysis import StructuralReport, analyze
 from cudaperf_env.backends.base import Backend, Build, Crash, Job, TimingResult, Worker
 from cudaperf_env.backends.checker import run_checker
 from cudaperf_env.backends.generator import task_inputs
+from cudaperf_env.backends.launch_limits import write_resources
 from cudaperf_env.backends.reference import ReferenceOutputs
 from cudaperf_env.judge import ConfigOutcome, judge
 from cudaperf_env.kinds import kind_of
@@ -91,16 +92,25 @@ class EvalOptions:
         max_code_chars: Largest accepted source.
         compile_timeout_s: Limit for nvcc.
         run_hidden: Also run the task's hidden configurations.
+        schedules: Extra runs of the smallest configuration, each with another seeded order of blocks and
+            threads, on backends that run blocks one after another (``cpu``): a result that depends on the
+            order is a race (``docs/cpu-backend.md``, fidelity). 0 turns them off.
+        racecheck: One more run of the smallest configuration under the shadow-memory race detector, on
+            backends that have one (``cpu``).
     """
 
     arch: str = DEFAULT_ARCH
     max_code_chars: int = 65536
     compile_timeout_s: float = 60.0
     run_hidden: bool = True
+    schedules: int = 2
+    racecheck: bool = True
 
     def __post_init__(self) -> None:
         if self.max_code_chars <= 0 or self.compile_timeout_s <= 0:
             raise ValueError("max_code_chars and compile_timeout_s must be positive")
+        if self.schedules < 0:
+            raise ValueError(f"schedules must be >= 0, got {self.schedules}")
 
 
 @dataclass
@@ -232,15 +242,11 @@ def run_and_judge(ctx: Context) -> Context | Evaluation:
     want = ctx.pending["expected"].result()
     assert ctx.build is not None and ctx.worker is not None
     started = time.perf_counter()
+    write_resources(ctx.workdir, ctx.result.kernels, ctx.options.arch)  # the CPU runtime's launch limits
     runs = ctx.backend.run(ctx.build, ctx.task, ctx.jobs, ctx.workdir, ctx.worker)
     ctx.seconds["run"] = time.perf_counter() - started
-    checked: list[tuple[bool, str]] = []
+    checked = _checked(ctx, ctx.jobs, runs, want)
     if ctx.task.checker is not None:
-        done = [i for i, r in enumerate(runs) if r.status == Status.OK]
-        checked = run_checker(ctx.task, [ctx.jobs[i] for i in done], [runs[i].buffers for i in done],
-                              [want[i] for i in done], ctx.workdir)  # fmt: skip
-        by_index = dict(zip(done, checked, strict=True))
-        checked = [by_index.get(i, (False, "")) for i in range(len(runs))]
         ctx.seconds["checker"] = time.perf_counter() - started - ctx.seconds["run"]
     ctx.outcomes = judge(ctx.task, ctx.jobs, runs, want, checked)
     # what the shown configurations printed: the hidden ones' output would reveal their sizes
@@ -251,6 +257,56 @@ def run_and_judge(ctx: Context) -> Context | Evaluation:
         return ctx.finish(failed.status, failed.message)
     if len(ctx.outcomes) != len(ctx.jobs):
         return ctx.finish(Status.RUNTIME_ERROR, "the worker stopped before every configuration ran")
+    return ctx
+
+
+def _checked(ctx: Context, jobs: Sequence[Job], runs: Sequence[Any], want: Sequence[Any]) -> list[tuple[bool, str]]:
+    """The task's checker's ``(valid, message)`` per run ([] for tasks without a checker)."""
+    if ctx.task.checker is None:
+        return []
+    done = [i for i, r in enumerate(runs) if r.status == Status.OK]
+    checked = run_checker(ctx.task, [jobs[i] for i in done], [runs[i].buffers for i in done],
+                          [want[i] for i in done], ctx.workdir)  # fmt: skip
+    by_index = dict(zip(done, checked, strict=True))
+    return [by_index.get(i, (False, "")) for i in range(len(runs))]
+
+
+def perturb_schedules(ctx: Context) -> Context | Evaluation:
+    """The smallest configuration again under seeded block and thread orders (CPU backend): order must not matter."""
+    rerun = getattr(ctx.backend, "rerun", None)
+    if rerun is None or ctx.options.schedules == 0 or ctx.worker is None or not ctx.jobs:
+        return ctx
+    started = time.perf_counter()
+    index = min(range(len(ctx.jobs)), key=lambda k: _elements(ctx.jobs[k]))
+    job, want = ctx.jobs[index], ctx.pending["expected"].result()[index]
+    for k in range(ctx.options.schedules):
+        seed = 1 + k + 1000 * ctx.seed
+        write_resources(ctx.workdir, ctx.result.kernels, ctx.options.arch, schedule=seed)
+        runs = [rerun(ctx.task, job, ctx.workdir, ctx.worker, f"schedule-{k}")]
+        outcome = judge(ctx.task, [job], runs, [want], _checked(ctx, [job], runs, [want]))[0]
+        if outcome.status == Status.WRONG_ANSWER:
+            ctx.seconds["schedules"] = time.perf_counter() - started
+            message = (f"race: the result depends on the order blocks and threads run in (it passed in CUDA's "
+                       f"order, then {outcome.message} with blocks and threads started in another order); "
+                       "threads that share data need __syncthreads(), __syncwarp() or atomics")
+            return ctx.finish(Status.WRONG_ANSWER, message)
+    ctx.seconds["schedules"] = time.perf_counter() - started
+    return ctx
+
+
+def check_races(ctx: Context) -> Context | Evaluation:
+    """The smallest configuration under the backend's shadow-memory race detector (CPU backend)."""
+    race_check = getattr(ctx.backend, "race_check", None)
+    if race_check is None or not ctx.options.racecheck or ctx.worker is None or not ctx.jobs:
+        return ctx
+    started = time.perf_counter()
+    index = min(range(len(ctx.jobs)), key=lambda k: _elements(ctx.jobs[k]))
+    write_resources(ctx.workdir, ctx.result.kernels, ctx.options.arch, racecheck=True)
+    result = race_check(ctx.task, _code(ctx), ctx.jobs[index], ctx.workdir, ctx.worker)
+    ctx.seconds["racecheck"] = time.perf_counter() - started
+    if result is not None and result.crash_kind == "race":
+        return ctx.finish(Status.WRONG_ANSWER, f"race: {result.message}; make the threads' accesses atomic or "
+                                               "order them with __syncthreads() or __syncwarp()")  # fmt: skip
     return ctx
 
 
@@ -298,6 +354,8 @@ STAGES: tuple[Stage, ...] = (
     build,
     rank,
     run_and_judge,
+    perturb_schedules,
+    check_races,
     sanitize,
     time_against_baseline,
     against_best_known,

@@ -12,6 +12,7 @@ from cudaperf_env.checks import compare_output
 from cudaperf_env.compare import Comparison, unchanged
 from cudaperf_env.status import Status
 from cudaperf_env.tasks.schema import Config, Task
+from cudaperf_env.tolerance import constant_fill, output_scale, reduction_length, reorder_tolerance
 
 
 @dataclass(frozen=True)
@@ -73,13 +74,19 @@ def verdict(
     for arg in task.args:
         if arg.role == "in" and not unchanged(job.inputs[arg.name], result.buffers[arg.name]):
             return Status.WRONG_ANSWER, f"modified the input `{arg.name}`, which must stay unchanged", arg.name, None
+    length = reduction_length(job.inputs)
     for arg in task.args:
         if arg.role in ("out", "inout") and task.checker is None:
-            comparison = compare_output(task, arg, result.buffers, want)
+            got, expected = result.buffers[arg.name], want[arg.name]
+            tolerance = reorder_tolerance(task.tolerance(arg.dtype), arg.dtype.name, length, output_scale(expected))
+            comparison = compare_output(task, arg, result.buffers, want, tolerance)
             if not comparison.ok:
                 message = (
                     f"`{arg.name}` differs from the expected output in "
                     f"{comparison.mismatches} of {comparison.total} elements"
                 )
                 return Status.WRONG_ANSWER, message, arg.name, comparison
+            constant = constant_fill(got, expected, tolerance) if arg.check == "elementwise" and not arg.length else ""
+            if constant:
+                return Status.WRONG_ANSWER, f"`{arg.name}` {constant}", arg.name, None
     return Status.OK, "", "", None

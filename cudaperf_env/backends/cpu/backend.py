@@ -12,7 +12,8 @@ from cudaperf_env.backends.base import Build, CallResult, Capabilities, Job, Wor
 from cudaperf_env.backends.cpu import imports
 from cudaperf_env.backends.cpu.compiler import build_cpu
 from cudaperf_env.backends.cpu.prepass import prepass
-from cudaperf_env.backends.execute import run_jobs
+from cudaperf_env.backends.cpu.racecheck import run_race_check
+from cudaperf_env.backends.execute import call_once, run_jobs
 from cudaperf_env.backends.harness import units
 from cudaperf_env.backends.sandbox import WorkerProcess
 from cudaperf_env.source.screen import Finding
@@ -30,6 +31,8 @@ class CpuBackend:
         build_timeout_s: Wall-clock limit for g++.
         sandbox_uid: When running as root, the submission runs as this user (default 65534,
             ``nobody``) so it cannot write outside its scratch directory; None keeps root.
+        separate_memory: Close device memory to the entry's host code, as a GPU does (a host
+            dereference of a device pointer is an ``illegal_address``); False only to measure its cost.
     """
 
     threads: int = 0
@@ -37,6 +40,7 @@ class CpuBackend:
     timeout_s: float = 10.0
     build_timeout_s: float = 60.0
     sandbox_uid: int | None = 65534
+    separate_memory: bool = True
     name: str = "cpu"
 
     @property
@@ -45,7 +49,7 @@ class CpuBackend:
         return Capabilities()
 
     def build(self, task: Task, code: str, cancel: threading.Event | None = None) -> Build:
-        passed = prepass(code)
+        passed = prepass(code, entry=task.entry if self.separate_memory else None)
         if passed.rejections:
             unsupported = tuple(Finding(r.line, r.construct, r.message) for r in passed.rejections)
             return Build(False, unsupported=unsupported)
@@ -68,3 +72,16 @@ class CpuBackend:
             build.library, task, jobs, workdir, self.timeout_s, threads, self.deterministic, worker=worker,
             uid=self.sandbox_uid,
         )
+
+    def rerun(self, task: Task, job: Job, workdir: Path, worker: Worker, tag: str) -> CallResult:
+        """One more call of the library ``worker`` has loaded (after :meth:`run`), e.g. under another schedule.
+
+        The runtime reads the kernel resources file again before the call's first launch when it changed.
+        """
+        assert isinstance(worker, WorkerProcess), "rerun() takes the worker run() used"
+        return call_once(worker, task, job, workdir / f"buffers-{tag}.bin", self.timeout_s)
+
+    def race_check(self, task: Task, code: str, job: Job, workdir: Path, worker: Worker) -> CallResult | None:
+        """``job`` once under the shadow-memory race detector (:mod:`cudaperf_env.backends.cpu.racecheck`)."""
+        assert isinstance(worker, WorkerProcess), "race_check() takes the worker run() used"
+        return run_race_check(task, code, job, workdir, worker, self.timeout_s, self.build_timeout_s)

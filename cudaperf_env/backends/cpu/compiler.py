@@ -41,6 +41,12 @@ BASE_FLAGS = ("-std=c++17", "-O2", "-fPIC", "-pthread", "-w", "-fno-strict-alias
 PCH_WRAPPER = f"#define CUDAPERF_PREBUILT_RUNTIME 1\n#include <{RUNTIME_HEADER}>\n"
 RUNTIME_OBJECT_SOURCE = f"#define CUDAPERF_RUNTIME_OBJECT 1\n#include <{RUNTIME_HEADER}>\n"
 LINK_FLAGS = ("-shared", "-Wl,-z,defs", "-Wl,-Bsymbolic")  # the entry binds to its own definition
+# The race-check build (include/cudaperf/racecheck.h): ThreadSanitizer's instrumentation calls the
+# runtime's own detector, which defines every __tsan_ entry point: -static-libtsan pulls nothing in.
+# -g1: line tables, so that a race names the source lines.
+# It has a precompiled header of its own (g++ ignores one built without these flags).
+RACECHECK_FLAGS = ("-fsanitize=thread", "--param=tsan-instrument-func-entry-exit=0", "-g1")
+RACECHECK_LINK_FLAGS = ("-static-libtsan",)
 PREBUILD_TIMEOUT_S = 600.0
 
 
@@ -74,6 +80,15 @@ class PrebuiltRuntime:
     @property
     def gch(self) -> Path:
         return self.folder / "cudaperf_pch.h.gch"
+
+    @property
+    def race_header(self) -> Path:
+        """The race-check build's copy of :attr:`header`, precompiled with :data:`RACECHECK_FLAGS`."""
+        return self.folder / "cudaperf_pch_race.h"
+
+    @property
+    def race_gch(self) -> Path:
+        return self.folder / "cudaperf_pch_race.h.gch"
 
     @property
     def runtime_object(self) -> Path:
@@ -136,6 +151,10 @@ def _prebuild(runtime: PrebuiltRuntime, timeout_s: float) -> bool:
             jobs.append(([*common, "-c", str(source)], runtime.runtime_object))
         if not runtime.gch.exists():
             jobs.append(([*common, "-x", "c++-header", str(runtime.header)], runtime.gch))
+        if not runtime.race_header.exists():
+            write_atomic(runtime.race_header, PCH_WRAPPER.encode())
+        if not runtime.race_gch.exists():  # last: only race-check builds use it
+            jobs.append(([*common, *RACECHECK_FLAGS, "-x", "c++-header", str(runtime.race_header)], runtime.race_gch))
         failures = [log for log in (_compile_to(command, target, timeout_s) for command, target in jobs) if log]
         if failures:
             write_atomic(runtime.folder / "prebuild.log", "\n\n".join(failures).encode())
@@ -175,7 +194,7 @@ def _start_prebuild(folder: str) -> None:
 
 
 def build_cpu(translation_unit: str | Sequence[str], timeout_s: float = 60.0, cancel: threading.Event | None = None,
-              check: Callable[[Path], str] | None = None) -> BuildResult:  # fmt: skip
+              check: Callable[[Path], str] | None = None, racecheck: bool = False) -> BuildResult:  # fmt: skip
     """Compile a complete translation unit (pre-passed code + harness shim), or several, for the CPU runtime.
 
     Links the prebuilt runtime object once it exists (with its precompiled header once that
@@ -184,18 +203,22 @@ def build_cpu(translation_unit: str | Sequence[str], timeout_s: float = 60.0, ca
     CPU time a build can take without it, the same behaviour, a separate cache entry. The
     first such build starts :func:`prebuild` in a detached, low-priority process. The compiler
     runs confined; ``check`` (see ``toolchain/native.build_library``) may refuse what it built.
+    ``racecheck`` adds :data:`RACECHECK_FLAGS` (a separate cache entry).
     """
     compiler = tools.host_compiler("g++")
     runtime = prebuilt_runtime()
     if runtime.linkable():
-        runtime_flags = ["-include", str(runtime.header), str(runtime.runtime_object)]
+        header = runtime.race_header if racecheck and runtime.race_gch.exists() else runtime.header
+        runtime_flags = ["-include", str(header), str(runtime.runtime_object)]
     else:
         runtime_flags = ["-include", RUNTIME_HEADER]
-    flags = [*BASE_FLAGS, *include_flags(), *runtime_flags, *LINK_FLAGS, "-x", "c++"]
+    race = [*RACECHECK_FLAGS, *RACECHECK_LINK_FLAGS] if racecheck else []
+    flags = [*BASE_FLAGS, *race, *include_flags(), *runtime_flags, *LINK_FLAGS, "-x", "c++"]
     result = build_library(compiler, flags, translation_unit, ".cpp", runtime_version(), ("-lm",), timeout_s,
                            cancel=cancel, confine=Confinement(), visible=(runtime.folder,), check=check)  # fmt: skip
     # Started after this build, which it would slow down even niced (2 cores, measured). Not
     # again after a failure (prebuild.log): the same compiler and headers would fail the same way.
-    if not runtime.ready() and not (runtime.folder / "prebuild.log").exists():
+    missing = not runtime.ready() or (racecheck and not runtime.race_gch.exists())
+    if missing and not (runtime.folder / "prebuild.log").exists():
         _start_prebuild(str(runtime.folder))
     return result

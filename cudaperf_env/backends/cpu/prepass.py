@@ -20,6 +20,12 @@ from cudaperf_env.source.unit import Unit, parse
 
 _Edit = tuple[int, int, str]  # (start offset, end offset, replacement)
 
+# Macros whose value differs between nvcc's device pass and the CPU build: code that tests them shows
+# one face to each (``docs/cpu-backend.md``, section 1).
+_SPLIT_MACROS = re.compile(r"__CUDA_ARCH__|__CUDA_ARCH_LIST__|__CUDA_ARCH_(?:FEAT|SPECIFIC|FAMILY)\w*|__NVCC__"
+                           r"|__CUDACC_RTC__|CUDAPERF_CPU_RUNTIME")
+_COMMENT = re.compile(r"//.*|/\*.*?(?:\*/|$)", re.S)
+
 # construct -> (identifier pattern, token that must follow or None, what to do instead).
 # The first matching construct wins.
 _CONSTRUCTS: Mapping[str, tuple[re.Pattern[str], str | None, str]] = MappingProxyType(
@@ -70,6 +76,12 @@ _CONSTRUCTS: Mapping[str, tuple[re.Pattern[str], str | None, str]] = MappingProx
             "asynchronous copies (`{name}`, cp.async) are not supported on the CPU backend yet; "
             "copy into shared memory with ordinary loads and stores, then __syncthreads()",
         ),
+        "split_personality": (
+            _SPLIT_MACROS, None,
+            "`{name}` lets code differ between the GPU build and the CPU backend's single host build "
+            "(nvcc compiles device code with __CUDA_ARCH__ defined, the CPU backend without), so what "
+            "is checked here would not be what runs on the GPU; remove the conditional and keep one code path",
+        ),
         "cuda_graph": (
             re.compile(r"cudaGraph\w*|cudaStream(?:Begin|End)Capture\w*"), None,
             "CUDA graphs (`{name}`) are not supported on the CPU backend; launch the kernels "
@@ -114,12 +126,14 @@ class PrepassResult:
     rejections: tuple[Rejection, ...]
 
 
-def prepass(source: str, filename: str = "submission.cu") -> PrepassResult:
+def prepass(source: str, filename: str = "submission.cu", entry: str | None = None) -> PrepassResult:
     """Rewrites a CUDA submission for the CPU runtime and lists what it cannot run.
 
     Args:
         source: The submission's CUDA C++.
         filename: Name used in the ``#line`` directive (and so in compiler messages).
+        entry: The task's entry function: its body opens a ``::cudaperf::HostScope`` over its
+            arguments, which closes device memory to host code until it returns.
 
     Returns:
         The rewritten source, the per-kernel fiber decision and the rejections.
@@ -129,6 +143,7 @@ def prepass(source: str, filename: str = "submission.cu") -> PrepassResult:
     kernels = {f.name: f.name in reach for f in unit.functions if f.is_kernel}
     edits: list[_Edit] = []
     rejections = list(_construct_rejections(unit))
+    rejections.extend(_directive_rejections(unit))
     for toks, params in _token_lists(unit):
         partner = unit.partner if params is None else match_brackets(toks)
         launches, errors = find_launches(toks, partner)
@@ -143,6 +158,8 @@ def prepass(source: str, filename: str = "submission.cu") -> PrepassResult:
             _reject(e.line, "launch", f"cannot parse this launch ({e.reason}); {_LAUNCH_HELP}")
             for e in errors
         )
+    if entry is not None:
+        edits.extend(_host_scope(unit, entry))
     shared_edits, shared_rejections = _dynamic_shared(unit)
     edits.extend(shared_edits)
     rejections.extend(shared_rejections)
@@ -176,6 +193,50 @@ def _construct_rejections(unit: Unit) -> Iterator[Rejection]:
                 if follow is None or (k + 1 < len(toks) and toks[k + 1].text == follow):
                     yield _reject(tok.line, construct, message.format(name=tok.text))
                     break
+
+
+def _directive_rejections(unit: Unit) -> Iterator[Rejection]:
+    """Conditionals (``#if``, ``#ifdef``, ...) on a macro whose value differs between nvcc and the CPU build."""
+    for tok in unit.directives:
+        found = _SPLIT_MACROS.search(_COMMENT.sub(" ", tok.text))
+        if found is not None:
+            _, _, message = _CONSTRUCTS["split_personality"]
+            yield _reject(tok.line, "split_personality", message.format(name=found.group(0)))
+
+
+_TYPE_WORDS = frozenset({
+    "void", "bool", "char", "short", "int", "long", "float", "double", "signed", "unsigned", "const", "volatile",
+    "__restrict__", "__restrict", "restrict", "size_t", "struct", "int8_t", "int16_t", "int32_t", "int64_t",
+    "uint8_t", "uint16_t", "uint32_t", "uint64_t", "half", "__half"})
+
+
+def _host_scope(unit: Unit, entry: str) -> list[_Edit]:
+    """``::cudaperf::HostScope`` at the top of the entry's body, over its named parameters (none if unnamed)."""
+    code = unit.code
+    for f in unit.functions:
+        if f.name != entry or f.on_device:
+            continue
+        names: list[str] = []
+        current: list[Token] = []
+        depth = 0
+        for tok in [*code[f.params[0] + 1 : f.params[1]], None]:
+            if tok is None or (tok.text == "," and depth == 0):
+                idents = [t.text for t in current if t.kind == "ident"]
+                if idents and (idents[-1] in _TYPE_WORDS or idents[-1] == "void" and len(idents) == 1):
+                    return []  # an unnamed parameter: nothing to name in the scope
+                if idents:
+                    names.append(idents[-1])
+                current = []
+                continue
+            if tok.text in ("(", "[", "<"):
+                depth += 1
+            elif tok.text in (")", "]", ">"):
+                depth -= 1
+            elif depth == 0:
+                current.append(tok)
+        brace = code[f.body[0]]
+        return [(brace.end, brace.end, f" ::cudaperf::HostScope cudaperf_host_scope({', '.join(names)});")]
+    return []
 
 
 def _launch_edits(

@@ -137,7 +137,8 @@ def test_concurrent_prebuilds_in_several_processes_build_once(tmp_path: Path) ->
     folders = list((tmp_path / "cache" / "runtime").iterdir())
     assert len(folders) == 1
     names = sorted(p.name for p in folders[0].iterdir())
-    assert names == ["cudaperf_pch.h", "cudaperf_pch.h.gch", "cudaperf_runtime.cpp", "cudaperf_runtime.o", "lock"]
+    assert names == ["cudaperf_pch.h", "cudaperf_pch.h.gch", "cudaperf_pch_race.h", "cudaperf_pch_race.h.gch",
+                     "cudaperf_runtime.cpp", "cudaperf_runtime.o", "lock"]
 
 
 def test_a_cold_build_starts_a_detached_prebuild_that_finishes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -60,6 +60,9 @@ struct WarpState {
 // One per OS thread that runs blocks. Plain fields only where signal handlers read them.
 struct Worker {
   pthread_t thread;
+  // Schedule perturbation: threads start in the order (k * thread_stride + thread_offset) % n.
+  unsigned thread_stride = 1;
+  unsigned thread_offset = 0;
   // Where this thread is, for fatal reports.
   const char* volatile kernel = nullptr;  // non-null while running a kernel
   int launch_line = 0;
@@ -91,10 +94,14 @@ struct Worker {
   unsigned warp_streak = 0;    // warp collectives completed, for fair queueing
   unsigned contexts_made = 0;  // fibers [0, contexts_made) have a context (parked or fresh)
   unsigned contexts_epoch = ~0u;
+  // Race detector (racecheck.h): completed __syncthreads of the block, warp collectives per warp.
+  unsigned race_epoch = 0;
+  unsigned race_warp_epoch[kMaxThreadsPerBlock / 32] = {};
   Ctx sched;  // the worker's own stack, where the block scheduler runs
 };
 
 CUDAPERF_TLS Worker* tls_worker = nullptr;
+CUDAPERF_TLS char* tls_dynamic_shared = nullptr;  // the running block's dynamic shared memory
 
 inline void push_ready(Worker& w, unsigned i) {
   w.fibers[i].state = kReady;
@@ -170,6 +177,7 @@ inline int barrier_result(int op, unsigned arrived, unsigned true_count) {
 }
 
 inline void release_barrier(Worker& w) {
+  ++w.race_epoch;
   w.bar_result = barrier_result(w.bar_op, w.bar_arrived, w.bar_true);
   w.bar_line = -1;
   for (unsigned i = 0; i < w.nthreads; ++i) {
@@ -349,6 +357,7 @@ CUDAPERF_LINKED void compute_collective(Fiber* lanes, uint32_t kind, uint32_t ar
 // lanes become runnable (the completing lane, if any, keeps running).
 inline void complete_pending(Worker& w, unsigned warp, unsigned k, int running_lane) {
   WarpState& ws = w.warps[warp];
+  ++w.race_warp_epoch[warp];
   Pending done = ws.pending[k];
   ws.pending[k] = ws.pending[--ws.npending];
   Fiber* lanes = &w.fibers[warp * 32];
@@ -592,7 +601,10 @@ CUDAPERF_LINKED void run_block_fibers(Worker& w) {
     ctx_make(&w.fibers[w.contexts_made].ctx, w.stacks.lo(w.contexts_made),
              w.stacks.top(w.contexts_made));
   }
-  for (unsigned i = 0; i < n; ++i) push_ready(w, i);
+  for (unsigned k = 0; k < n; ++k) {
+    push_ready(w, static_cast<unsigned>((static_cast<unsigned long long>(k) * w.thread_stride +
+                                         w.thread_offset) % n));
+  }
   enter(w, pop_ready(w), &w.sched);
   for (;;) {
     if (w.exited == n) return;
@@ -603,6 +615,19 @@ CUDAPERF_LINKED void run_block_fibers(Worker& w) {
 #endif
 
 inline void run_block_plain(Worker& w) {
+  if (w.thread_stride != 1 || w.thread_offset != 0) {  // a perturbed schedule
+    const unsigned n = w.nthreads, bx = w.bdim.x, bxy = w.bdim.x * w.bdim.y;
+    for (unsigned k = 0; k < n; ++k) {
+      unsigned i = static_cast<unsigned>(
+          (static_cast<unsigned long long>(k) * w.thread_stride + w.thread_offset) % n);
+      uint3 t{i % bx, i / bx % w.bdim.y, i / bxy};
+      ::threadIdx = t;
+      w.plain_tid = t;
+      w.cur = i;
+      w.body(w.body_ctx);
+    }
+    return;
+  }
   unsigned i = 0;
   for (unsigned z = 0; z < w.bdim.z; ++z) {
     for (unsigned y = 0; y < w.bdim.y; ++y) {

@@ -35,6 +35,8 @@
 #include <vector>
 
 #include <assert.h>
+#include <dlfcn.h>
+#include <link.h>
 #include <fenv.h>
 #include <math.h>
 #include <pthread.h>
@@ -42,6 +44,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 

@@ -9,8 +9,11 @@
 #include <cudaperf/runtime_types.h>
 #include <cudaperf/fatal.h>
 #include <cudaperf/fiber.h>
+#include <cudaperf/device_memory.h>
 #include <cudaperf/block.h>
 #include <cudaperf/signals.h>
+#include <cudaperf/launch_limits.h>
+#include <cudaperf/racecheck.h>
 #include <cudaperf/launch.h>
 #include <cudaperf/warp.h>
 #include <cudaperf/atomics.h>

@@ -160,6 +160,12 @@ class DynamicSharedArea {
     return region_ != nullptr && a >= region_ + usable_ && a < region_ + usable_ + kGuard;
   }
   size_t bytes() const { return bytes_; }
+  // The running block's buffer: [start(), start() + bytes()).
+  const char* start() const { return region_ + usable_ - round_up(bytes_, 128); }
+  bool contains(const void* addr) const {
+    const char* a = static_cast<const char*>(addr);
+    return region_ != nullptr && bytes_ != 0 && a >= start() && a < region_ + usable_;
+  }
 
  private:
   char* region_ = nullptr;

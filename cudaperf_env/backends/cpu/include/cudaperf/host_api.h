@@ -62,13 +62,53 @@ inline cudaError_t allocate(void** ptr, size_t bytes) {
   return cudaSuccess;
 }
 
+// cudaMalloc: whole pages of their own, so that host code can be shut out of them (device_memory.h).
+inline cudaError_t allocate_device(void** ptr, size_t bytes) {
+  if (ptr == nullptr) return record_error(cudaErrorInvalidValue);
+  *ptr = nullptr;
+  if (bytes == 0) return cudaSuccess;
+  size_t mapped = round_up(bytes, page_size());
+  void* p = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return record_error(cudaErrorMemoryAllocation);
+  MutexLock lock(&g_allocations.mu);
+  bool added = g_allocations.add(p, bytes);
+  if (added) {
+    MutexLock device(&g_device_mutex);
+    added = add_device_region(p, mapped, PROT_READ | PROT_WRITE, false, p, -1);
+    if (!added) g_allocations.remove(p);
+  }
+  if (!added) {
+    ::munmap(p, mapped);
+    return record_error(cudaErrorMemoryAllocation);
+  }
+  *ptr = p;
+  return cudaSuccess;
+}
+
+// Out of line: g++ cannot see that remove() refuses pointers no allocation returned
+// (cudaFree(&local)) and warns about free() of a stack object where it inlines the call.
+__attribute__((noinline)) inline void free_host(void* p) { std::free(p); }
+
 inline cudaError_t release(void* p) {
   if (p == nullptr) return cudaSuccess;
+  size_t bytes = 0;
   {
     MutexLock lock(&g_allocations.mu);
+    for (size_t i = 0; i < g_allocations.count; ++i) {
+      if (g_allocations.items[i].ptr == p) bytes = g_allocations.items[i].bytes;
+    }
     if (!g_allocations.remove(p)) return record_error(cudaErrorInvalidValue);
   }
-  std::free(p);
+  bool device;
+  {
+    MutexLock lock(&g_device_mutex);
+    device = remove_device_region(p);
+  }
+  if (device) {
+    ::munmap(p, round_up(bytes, page_size()));
+  } else {
+    free_host(p);
+  }
   return cudaSuccess;
 }
 
@@ -269,11 +309,11 @@ inline cudaError_t cudaPeekAtLastError() { return ::cudaperf::detail::tls_last_e
 // ---- memory ---------------------------------------------------------------------------------
 
 inline cudaError_t cudaMalloc(void** p, size_t bytes) {
-  return ::cudaperf::detail::allocate(p, bytes);
+  return ::cudaperf::detail::allocate_device(p, bytes);
 }
 template <class T>
 inline cudaError_t cudaMalloc(T** p, size_t bytes) {
-  return ::cudaperf::detail::allocate(reinterpret_cast<void**>(p), bytes);
+  return ::cudaperf::detail::allocate_device(reinterpret_cast<void**>(p), bytes);
 }
 inline cudaError_t cudaMallocManaged(void** p, size_t bytes, unsigned flags = cudaMemAttachGlobal) {
   (void)flags;
@@ -301,7 +341,7 @@ inline cudaError_t cudaHostAlloc(T** p, size_t bytes, unsigned flags) {
 inline cudaError_t cudaMallocPitch(void** p, size_t* pitch, size_t width, size_t height) {
   if (pitch == nullptr) return ::cudaperf::detail::record_error(cudaErrorInvalidValue);
   *pitch = ::cudaperf::detail::round_up(width == 0 ? 1 : width, 256);
-  return ::cudaperf::detail::allocate(p, *pitch * height);
+  return ::cudaperf::detail::allocate_device(p, *pitch * height);
 }
 template <class T>
 inline cudaError_t cudaMallocPitch(T** p, size_t* pitch, size_t width, size_t height) {
@@ -351,6 +391,13 @@ inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemc
   if (bytes == 0) return cudaSuccess;
   if (dst == nullptr || src == nullptr)
     return ::cudaperf::detail::record_error(cudaErrorInvalidValue);
+  if (::cudaperf::detail::g_host_depth > 0 &&
+      (kind == cudaMemcpyHostToDevice ||
+       (kind == cudaMemcpyDefault && !::cudaperf::detail::in_device_region(src)))) {
+    const ::cudaperf::detail::DeviceRegion* r = ::cudaperf::detail::device_region_of(dst);
+    if (r != nullptr && r->harness) ::cudaperf::detail::g_host_wrote_arg = r->arg;
+  }
+  ::cudaperf::detail::DeviceDoor door;
   std::memmove(dst, src, bytes);
   return cudaSuccess;
 }
@@ -380,6 +427,7 @@ inline cudaError_t cudaMemcpyPeer(void* dst, int, const void* src, int, size_t b
 inline cudaError_t cudaMemset(void* p, int value, size_t bytes) {
   if (bytes == 0) return cudaSuccess;
   if (p == nullptr) return ::cudaperf::detail::record_error(cudaErrorInvalidValue);
+  ::cudaperf::detail::DeviceDoor door;
   std::memset(p, value, bytes);
   return cudaSuccess;
 }

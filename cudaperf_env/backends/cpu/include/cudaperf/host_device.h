@@ -158,15 +158,37 @@ inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_
 
 // ---- kernel attributes and occupancy ----------------------------------------------------------
 
-template <class F>
-inline cudaError_t cudaFuncSetAttribute(F* func, cudaFuncAttribute attr, int value) {
-  if (func == nullptr) return ::cudaperf::detail::record_error(cudaErrorInvalidDeviceFunction);
-  if (attr == cudaFuncAttributeMaxDynamicSharedMemorySize &&
-      (value < 0 || static_cast<size_t>(value) > ::cudaperf::detail::kMaxDynamicShared)) {
-    return ::cudaperf::detail::record_error(cudaErrorInvalidValue);
+// cudaFuncSetAttribute(kernel, attr, value) records the attribute under the kernel's name as
+// written (the macro passes the call's text): a launch knows its kernel by name only.
+inline cudaError_t cudaperf_func_set_attribute(const char* args, const void* func,
+                                               cudaFuncAttribute attr, int value) {
+  using namespace ::cudaperf::detail;
+  if (func == nullptr) return record_error(cudaErrorInvalidDeviceFunction);
+  if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize) return cudaSuccess;
+  char first[256];  // the call's first top-level argument: the kernel
+  size_t n = 0;
+  int depth = 0;
+  for (const char* p = args; *p != '\0' && n + 1 < sizeof first; ++p) {
+    if (*p == '(' || *p == '<' || *p == '[') ++depth;
+    if (*p == ')' || *p == '>' || *p == ']') --depth;
+    if (*p == ',' && depth == 0) break;
+    first[n++] = *p;
   }
+  first[n] = '\0';
+  MutexLock lock(&g_kernel_limits_mutex);
+  KernelLimits* k = kernel_limits(first, true);
+  long static_shared = k != nullptr && k->static_shared > 0 ? k->static_shared : 0;
+  if (value < 0 || static_cast<long>(value) + static_shared > g_shared_optin)
+    return record_error(cudaErrorInvalidValue);
+  if (k != nullptr) k->max_dynamic_shared = value;
   return cudaSuccess;
 }
+template <class F>
+inline cudaError_t cudaperf_func_set_attribute(const char* args, F* func, cudaFuncAttribute attr,
+                                               int value) {
+  return cudaperf_func_set_attribute(args, reinterpret_cast<const void*>(func), attr, value);
+}
+#define cudaFuncSetAttribute(...) cudaperf_func_set_attribute(#__VA_ARGS__, __VA_ARGS__)
 template <class F>
 inline cudaError_t cudaFuncSetCacheConfig(F*, cudaFuncCache) {
   return cudaSuccess;

@@ -11,7 +11,6 @@ struct RuntimeConfig {
 };
 inline RuntimeConfig g_config;
 inline unsigned long long g_launch_count = 0;  // __atomic builtins
-CUDAPERF_TLS char* tls_dynamic_shared = nullptr;
 
 inline unsigned hardware_threads() {
   cpu_set_t set;
@@ -23,7 +22,7 @@ inline unsigned hardware_threads() {
 }
 
 inline unsigned configured_workers() {
-  if (g_config.deterministic) return 1;
+  if (g_config.deterministic || g_race_requested || g_schedule_seed != 0) return 1;  // reproducible orders
   return g_config.num_threads > 0 ? static_cast<unsigned>(g_config.num_threads)
                                   : hardware_threads();
 }
@@ -40,7 +39,31 @@ struct Job {
   unsigned nthreads;
   unsigned long long nblocks;
   unsigned long long next;  // next block to run (__atomic builtins)
+  // Schedule perturbation (0 and 1: CUDA's natural order): block b runs as
+  // (b * block_stride + block_offset) % nblocks; threads likewise within a block.
+  unsigned long long block_stride;
+  unsigned long long block_offset;
+  unsigned thread_stride;
+  unsigned thread_offset;
 };
+
+inline unsigned long long gcd_ull(unsigned long long a, unsigned long long b) {
+  while (b != 0) {
+    unsigned long long t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+// A stride coprime with n chosen by the seed: k -> (k * stride + offset) % n is a permutation.
+inline unsigned long long coprime_stride(unsigned long long n, unsigned long long seed) {
+  if (n <= 1 || seed == 0) return 1;
+  unsigned long long s = ((seed * 0x9E3779B97F4A7C15ULL) >> 17) % n;
+  if (s == 0) s = n - 1;  // seed's degenerate case: reverse order
+  while (gcd_ull(s, n) != 1) ++s;  // stops by n - 1
+  return s;
+}
 
 #if !CUDAPERF_DEFINE_LINKED
 [[noreturn]] CUDAPERF_COLD CUDAPERF_LINKED void out_of_memory(const char* what);
@@ -65,6 +88,8 @@ inline void prepare_worker(Worker& w, const Job& j) {
   w.nthreads = j.nthreads;
   w.fiber_mode = j.fibers;
   w.launch_line = j.line;
+  w.thread_stride = j.thread_stride;
+  w.thread_offset = j.thread_offset;
   if (j.fibers) {
     unsigned i = 0;
     for (unsigned z = 0; z < j.block.z; ++z) {
@@ -87,6 +112,9 @@ CUDAPERF_LINKED void run_blocks(Worker& w, Job& j) {
   for (;;) {
     unsigned long long b = __atomic_fetch_add(&j.next, 1ULL, __ATOMIC_RELAXED);
     if (b >= j.nblocks) break;
+    if (j.block_stride != 1 || j.block_offset != 0)
+      b = static_cast<unsigned long long>(
+          (static_cast<unsigned __int128>(b) * j.block_stride + j.block_offset) % j.nblocks);
     uint3 idx{static_cast<unsigned>(b % gx), static_cast<unsigned>(b / gx % j.grid.y),
               static_cast<unsigned>(b / gxy)};
     ::blockIdx = idx;
@@ -179,26 +207,19 @@ CUDAPERF_LINKED Pool& pool() {
 
 inline pthread_mutex_t g_launch_mutex = PTHREAD_MUTEX_INITIALIZER;
 
-inline bool valid_launch(dim3 grid, dim3 block, size_t smem) {
-  if (block.x == 0 || block.y == 0 || block.z == 0) return false;
-  if (grid.x == 0 || grid.y == 0 || grid.z == 0) return false;
-  if (block.x > kMaxBlockDimXY || block.y > kMaxBlockDimXY || block.z > kMaxBlockDimZ) return false;
-  if (static_cast<unsigned long long>(block.x) * block.y * block.z > kMaxThreadsPerBlock)
-    return false;
-  if (grid.x > kMaxGridDimX || grid.y > kMaxGridDimYZ || grid.z > kMaxGridDimYZ) return false;
-  return smem <= kMaxDynamicShared;
-}
-
 #if !CUDAPERF_DEFINE_LINKED
 CUDAPERF_LINKED void launch_erased(const char* kernel, int line, dim3 grid, dim3 block,
                                    size_t smem, bool fibers, void (*body)(void*), void* ctx);
 #else
 CUDAPERF_LINKED void launch_erased(const char* kernel, int line, dim3 grid, dim3 block,
                                    size_t smem, bool fibers, void (*body)(void*), void* ctx) {
-  if (!valid_launch(grid, block, smem)) {
-    record_error(cudaErrorInvalidConfiguration);
+  reload_kernel_resources_if_changed();
+  cudaError_t refused = check_launch_limits(kernel, grid, block, smem);
+  if (refused != cudaSuccess) {
+    record_error(refused);
     return;
   }
+  install_signal_handlers();  // again: a submission's own handler must never see a kernel's fault
   Worker& w = this_worker();
   if (w.kernel != nullptr) {
     Line m;
@@ -207,6 +228,9 @@ CUDAPERF_LINKED void launch_erased(const char* kernel, int line, dim3 grid, dim3
     fatal_exit_flush("abort", kExitAbort, m);
   }
   MutexLock lock(&g_launch_mutex);
+  DeviceDoor door;      // kernels see device memory; host code does not
+  g_host_wrote_arg = -1;  // a kernel runs after the host's copies
+  race_launch_begin();
   std::fflush(stdout);  // host output first, then the kernel's printf output
   Job job;
   job.next = 0;
@@ -220,6 +244,11 @@ CUDAPERF_LINKED void launch_erased(const char* kernel, int line, dim3 grid, dim3
   job.ctx = ctx;
   job.nthreads = block.x * block.y * block.z;
   job.nblocks = static_cast<unsigned long long>(grid.x) * grid.y * grid.z;
+  unsigned long long seed = g_schedule_seed;
+  job.block_stride = coprime_stride(job.nblocks, seed);
+  job.block_offset = seed != 0 ? (seed * 7919ULL) % job.nblocks : 0;
+  job.thread_stride = static_cast<unsigned>(coprime_stride(job.nthreads, seed >> 1 | seed));
+  job.thread_offset = seed != 0 ? static_cast<unsigned>((seed * 104729ULL) % job.nthreads) : 0;
   unsigned long long workers = configured_workers();
   if (workers > job.nblocks) workers = job.nblocks;
   if (workers > 1) pool().run_helpers(&job, static_cast<unsigned>(workers - 1));
@@ -258,6 +287,7 @@ extern "C" __attribute__((used, visibility("default"))) inline void cudaperf_run
     int num_threads, int deterministic) {
   cudaperf::detail::g_config.num_threads = num_threads;
   cudaperf::detail::g_config.deterministic = deterministic != 0;
+  cudaperf::detail::reload_kernel_resources_if_changed();
 }
 
 // Number of kernel launches that ran so far (lets a harness check that kernels ran at all).

@@ -73,6 +73,9 @@ CUDAPERF_COLD CUDAPERF_LINKED void on_fatal_signal(int sig, siginfo_t* info, voi
     } else if (in_kernel && w->dynamic_shared.in_guard(addr)) {
       m.str("dynamic shared memory access at ").hex(reinterpret_cast<uintptr_t>(addr));
       m.str(" beyond the ").unum(w->dynamic_shared.bytes()).str(" bytes given at launch");
+    } else if (!in_kernel && g_host_depth > 0 && in_device_region(addr)) {
+      m.str("host code dereferenced device memory at ").hex(reinterpret_cast<uintptr_t>(addr));
+      m.str(" (a device pointer: on a GPU this faults; copy with cudaMemcpy or do the work in a kernel)");
     } else {
       m.str(sig == SIGBUS ? "bus error at address " : "invalid memory access at address ");
       m.hex(reinterpret_cast<uintptr_t>(addr));

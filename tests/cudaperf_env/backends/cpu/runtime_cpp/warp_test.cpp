@@ -327,9 +327,14 @@ TEST_CASE(invalid_launch_configurations) {
   EXPECT(try_launch(dim3(2147483648u), 32, 0) == cudaErrorInvalidConfiguration, "grid x 2^31");
   EXPECT(try_launch(0, 32, 0) == cudaErrorInvalidConfiguration, "empty grid");
   EXPECT(try_launch(1, dim3(32, 0), 0) == cudaErrorInvalidConfiguration, "empty block");
-  EXPECT(try_launch(1, 32, max_smem + 1) == cudaErrorInvalidConfiguration,
-         "too much shared memory");
-  EXPECT(ran == 0, "invalid launches ran %d threads", ran);
+  EXPECT(try_launch(1, 32, max_smem + 1) == cudaErrorInvalidValue, "too much shared memory");
+  // More than 48 KiB of dynamic shared memory needs the opt-in, as on a GPU.
+  EXPECT(try_launch(1, 32, 48 * 1024 + 1) == cudaErrorInvalidValue, "49 KiB without the opt-in");
+  EXPECT(try_launch(1, 32, 48 * 1024) == cudaSuccess && ran == 32, "48 KiB without the opt-in");
+  EXPECT(cudaFuncSetAttribute(mark, cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem) ==
+             cudaSuccess,
+         "opt-in");
+  EXPECT(ran == 32, "invalid launches ran %d threads", ran - 32);
   EXPECT(cudaGetLastError() == cudaSuccess, "cudaGetLastError resets the error");
   EXPECT(cudaErrorInvalidConfiguration == 9, "real enum value");
   EXPECT(std::strcmp(cudaGetErrorName(cudaErrorInvalidConfiguration),
@@ -338,9 +343,9 @@ TEST_CASE(invalid_launch_configurations) {
                          "invalid configuration argument") == 0,
          "names");
   EXPECT(try_launch(2, dim3(8, 8, 16), max_smem) == cudaSuccess, "the largest valid launch");
-  EXPECT(ran == 2 * 1024, "valid launch ran %d threads", ran);
+  EXPECT(ran == 32 + 2 * 1024, "valid launch ran %d threads", ran);
   ::cudaperf::launch<true>("mark", __LINE__, 1, 1024, 0, 0, [&](auto... a) { mark(a...); }, &ran);
-  EXPECT(cudaPeekAtLastError() == cudaSuccess && ran == 3 * 1024, "1024 fibers");
+  EXPECT(cudaPeekAtLastError() == cudaSuccess && ran == 32 + 3 * 1024, "1024 fibers");
   return true;
 }
 

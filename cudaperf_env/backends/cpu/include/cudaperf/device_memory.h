@@ -1,0 +1,210 @@
+// Host/device memory separation: device memory cannot be touched by the submission's host code.
+//
+// On a GPU, device memory is not in the host's address space: host code that dereferences a device
+// pointer faults. Here both live in one process, so device memory is made inaccessible while the
+// submission's host code runs: the pre-pass opens a HostScope at the top of the entry function,
+// which protects (PROT_NONE) every device region (cudaMalloc allocations, and the mappings that
+// hold the harness's buffers, found from the entry's pointer arguments). The only doors are kernel
+// launches and the runtime's copy functions (cudaMemcpy*, cudaMemset*, cudaMemcpyToSymbol, ...),
+// which open the regions for their duration (DeviceDoor). A host access faults, and the fault
+// handler reports it as host code touching device memory.
+#pragma once
+
+namespace cudaperf {
+namespace detail {
+
+struct DeviceRegion {
+  char* lo;
+  size_t bytes;
+  int prot;      // protection outside host code
+  bool harness;  // a mapping of the harness's buffers (forgotten when the entry returns)
+  const char* base;  // the entry's argument that points into it (harness), else lo
+  int arg;           // that argument's position among the entry's parameters, -1 for cudaMalloc
+};
+
+constexpr unsigned kMaxDeviceRegions = 4096;
+inline DeviceRegion g_device_regions[kMaxDeviceRegions];
+inline unsigned g_device_region_count = 0;
+inline int g_host_depth = 0;  // > 0 while the entry (the submission's host code) runs
+inline int g_door_depth = 0;  // > 0 while a door (launch, copy) is open
+inline pthread_mutex_t g_device_mutex = PTHREAD_MUTEX_INITIALIZER;
+// The entry argument a host-to-device copy wrote last with no launch after it (-1: none).
+inline int g_host_wrote_arg = -1;
+
+inline bool host_protected() { return g_host_depth > 0 && g_door_depth == 0; }
+constexpr int kExitHostOutput = 77;
+
+#if !CUDAPERF_DEFINE_LINKED
+CUDAPERF_COLD CUDAPERF_LINKED void protect_device_regions(bool closed);
+CUDAPERF_COLD CUDAPERF_LINKED bool add_device_region(void* lo, size_t bytes, int prot, bool harness,
+                                                     const void* base, int arg);
+CUDAPERF_COLD CUDAPERF_LINKED bool remove_device_region(void* lo);
+CUDAPERF_COLD CUDAPERF_LINKED bool in_device_region(const void* p);
+CUDAPERF_COLD CUDAPERF_LINKED void add_harness_mapping(const void* p, int arg);
+CUDAPERF_COLD CUDAPERF_LINKED const DeviceRegion* device_region_of(const void* p);
+CUDAPERF_COLD CUDAPERF_LINKED void host_scope_enter();
+CUDAPERF_COLD CUDAPERF_LINKED void host_scope_leave();
+CUDAPERF_COLD CUDAPERF_LINKED void door_open();
+[[noreturn]] CUDAPERF_COLD CUDAPERF_LINKED void host_wrote_argument(int arg);
+CUDAPERF_COLD CUDAPERF_LINKED void door_close();
+#else
+CUDAPERF_COLD CUDAPERF_LINKED void protect_device_regions(bool closed) {
+  for (unsigned i = 0; i < g_device_region_count; ++i) {
+    const DeviceRegion& r = g_device_regions[i];
+    ::mprotect(r.lo, r.bytes, closed ? PROT_NONE : r.prot);
+  }
+}
+
+CUDAPERF_COLD CUDAPERF_LINKED bool add_device_region(void* lo, size_t bytes, int prot, bool harness,
+                                                     const void* base, int arg) {
+  if (g_device_region_count >= kMaxDeviceRegions) return false;
+  const char* b = base != nullptr ? static_cast<const char*>(base) : static_cast<const char*>(lo);
+  g_device_regions[g_device_region_count++] = {static_cast<char*>(lo), bytes, prot, harness, b, arg};
+  if (host_protected()) ::mprotect(lo, bytes, PROT_NONE);
+  return true;
+}
+
+CUDAPERF_COLD CUDAPERF_LINKED bool remove_device_region(void* lo) {
+  for (unsigned i = 0; i < g_device_region_count; ++i) {
+    if (g_device_regions[i].lo == lo) {
+      ::mprotect(g_device_regions[i].lo, g_device_regions[i].bytes, g_device_regions[i].prot);
+      g_device_regions[i] = g_device_regions[--g_device_region_count];
+      return true;
+    }
+  }
+  return false;
+}
+
+// Async-signal-safe (the fault handler asks): no locks, reads only.
+CUDAPERF_COLD CUDAPERF_LINKED const DeviceRegion* device_region_of(const void* p) {
+  const char* c = static_cast<const char*>(p);
+  unsigned n = g_device_region_count;
+  for (unsigned i = 0; i < n && i < kMaxDeviceRegions; ++i) {
+    if (c >= g_device_regions[i].lo && c < g_device_regions[i].lo + g_device_regions[i].bytes)
+      return &g_device_regions[i];
+  }
+  return nullptr;
+}
+
+CUDAPERF_COLD CUDAPERF_LINKED bool in_device_region(const void* p) {
+  return device_region_of(p) != nullptr;
+}
+
+// The file mapping that holds p (the harness's buffer file), from /proc/self/maps. Libraries,
+// the heap, stacks and anonymous memory are never taken: only a pointer the harness passed in
+// a data file's mapping is a device pointer.
+CUDAPERF_COLD CUDAPERF_LINKED void add_harness_mapping(const void* p, int arg) {
+  if (p == nullptr || in_device_region(p)) return;
+  std::FILE* f = std::fopen("/proc/self/maps", "r");
+  if (f == nullptr) return;
+  char line[1024];
+  uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    unsigned long lo = 0, hi = 0;
+    char perms[8] = {0};
+    int path_at = 0;
+    if (std::sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &lo, &hi, perms, &path_at) < 3) continue;
+    if (a < lo || a >= hi) continue;
+    const char* path = line + path_at;
+    bool data_file = path[0] == '/' && std::strstr(path, ".so") == nullptr;
+    if (data_file && perms[0] == 'r') {
+      int prot = PROT_READ | (perms[1] == 'w' ? PROT_WRITE : 0);
+      add_device_region(reinterpret_cast<void*>(lo), hi - lo, prot, true, p, arg);
+    }
+    break;
+  }
+  std::fclose(f);
+}
+
+// The harness's buffers are written by kernels: a host-to-device copy into one that no launch
+// follows means the host computed (part of) the result, which earns no credit. (Initialising an
+// output from the host before the kernels that update it is fine.)
+[[noreturn]] CUDAPERF_COLD CUDAPERF_LINKED void host_wrote_argument(int arg) {
+  Line m;
+  m.str("the host copied data into argument #").num(arg);
+  m.str(" of the entry with cudaMemcpy after its last kernel launch: outputs must be computed by ");
+  m.str("kernels, not on the host");
+  fatal_exit_flush("host_output", kExitHostOutput, m);
+}
+
+CUDAPERF_COLD CUDAPERF_LINKED void host_scope_enter() {
+  MutexLock lock(&g_device_mutex);
+  if (g_host_depth == 0) g_host_wrote_arg = -1;
+  if (g_host_depth++ == 0 && g_door_depth == 0) protect_device_regions(true);
+}
+
+CUDAPERF_COLD CUDAPERF_LINKED void host_scope_leave() {
+  MutexLock lock(&g_device_mutex);
+  if (--g_host_depth != 0) return;
+  int wrote = g_host_wrote_arg;
+  g_host_wrote_arg = -1;
+  if (wrote >= 0) host_wrote_argument(wrote);
+  protect_device_regions(false);
+  for (unsigned i = 0; i < g_device_region_count;) {  // the harness's buffers are its own again
+    if (g_device_regions[i].harness) {
+      g_device_regions[i] = g_device_regions[--g_device_region_count];
+    } else {
+      ++i;
+    }
+  }
+}
+
+CUDAPERF_COLD CUDAPERF_LINKED void door_open() {
+  MutexLock lock(&g_device_mutex);
+  if (g_door_depth++ == 0 && g_host_depth > 0) protect_device_regions(false);
+}
+
+CUDAPERF_COLD CUDAPERF_LINKED void door_close() {
+  MutexLock lock(&g_device_mutex);
+  if (--g_door_depth == 0 && g_host_depth > 0) protect_device_regions(true);
+}
+#endif
+
+// Opens device memory for a launch or a copy (a no-op outside the entry's host code).
+class DeviceDoor {
+ public:
+  DeviceDoor() {
+    if (g_host_depth > 0) {
+      door_open();
+      open_ = true;
+    }
+  }
+  ~DeviceDoor() {
+    if (open_) door_close();
+  }
+  DeviceDoor(const DeviceDoor&) = delete;
+  DeviceDoor& operator=(const DeviceDoor&) = delete;
+
+ private:
+  bool open_ = false;
+};
+
+}  // namespace detail
+
+// What the pre-pass puts at the top of the entry function: the entry's pointer arguments are
+// device pointers, and device memory is closed to host code until the entry returns.
+class HostScope {
+ public:
+  template <class... A>
+  explicit HostScope(const A&... args) {
+    {
+      detail::MutexLock lock(&detail::g_device_mutex);
+      int arg = 0;
+      (note(args, arg++), ...);
+    }
+    detail::host_scope_enter();
+  }
+  ~HostScope() { detail::host_scope_leave(); }
+  HostScope(const HostScope&) = delete;
+  HostScope& operator=(const HostScope&) = delete;
+
+ private:
+  template <class T>
+  static void note(const T& value, int arg) {
+    if constexpr (std::is_pointer_v<T> && std::is_object_v<std::remove_pointer_t<T>>)
+      detail::add_harness_mapping(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(value)),
+                                  arg);
+  }
+};
+
+}  // namespace cudaperf
