@@ -47,6 +47,11 @@ def test_barrier_deleted_starter_is_wrong_on_the_cpu(name):
     assert not e.correct, (e.status, e.message)
 
 
+# Variants the H200 got wrong (2026-12-02, driver 580.159.04) that the CPU backend still credits: the
+# deleted barrier's race is one the detector's rules do not see. First 70 of the 88 run so far.
+KNOWN_CPU_MISSES = {"compact_positive_f32-naive-2"}
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("index", range(len(VARIANTS)), ids=IDS)
 def test_variant_wrong_on_the_gpu_is_wrong_on_the_cpu(index):
@@ -55,5 +60,7 @@ def test_variant_wrong_on_the_gpu_is_wrong_on_the_cpu(index):
     task, _, _, code = VARIANTS[index]
     gpu = Evaluator(CudaBackend(), EvalOptions(run_hidden=True)).evaluate(task, code, seed=1)
     cpu = Evaluator(CpuBackend(timeout_s=30.0)).evaluate(task, code, seed=1)
+    if not gpu.correct and cpu.correct and IDS[index] in KNOWN_CPU_MISSES:
+        pytest.xfail(f"{IDS[index]}: wrong on the H200, missed by the CPU race checks (docs/cpu-backend.md)")
     if not gpu.correct:
         assert not cpu.correct, (gpu.status, gpu.message, cpu.status, cpu.message)
