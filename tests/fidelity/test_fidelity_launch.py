@@ -122,11 +122,13 @@ def test_the_same_kernel_fits_with_smaller_blocks(evaluator):
 
 def test_a_swallowed_kernel_fault_is_still_a_runtime_error(evaluator):
     e = evaluator.evaluate(SUM, SWALLOWED, seed=1)
-    if evaluator.backend.name == "cpu":
-        assert e.status == "runtime_error", (e.status, e.message)
+    # The build's symbol check refuses installing the handler (`sigset`) before it runs, on both
+    # backends; where it runs, the fault is still a runtime error.
+    assert e.status in ("runtime_error", "rejected") and not e.correct, (e.status, e.message)
+    if e.status == "rejected":
+        assert "sigset" in e.message or "signal" in e.message, e.message
+    elif evaluator.backend.name == "cpu":
         assert "illegal_address" in e.message or "invalid memory access" in e.message, e.message
-    else:  # the nvcc build's symbol check refuses the handler's installation first (H200, 2026-12-02)
-        assert e.status in ("runtime_error", "rejected") and not e.correct, (e.status, e.message)
 
 
 def test_split_personality_gets_no_credit(evaluator):
