@@ -16,6 +16,7 @@ from typing import Protocol
 import numpy as np
 
 from cudaperf_env.source.screen import Finding
+from cudaperf_env.status import Status
 from cudaperf_env.tasks.schema import Config, Task
 
 
@@ -53,7 +54,7 @@ class CallResult:
     """One configuration's run.
 
     Attributes:
-        status: ``ok``, ``runtime_error`` or ``timeout``.
+        status: ``Status.OK``, ``RUNTIME_ERROR`` or ``TIMEOUT``.
         message: Why it failed ("" when ok).
         crash_kind: For crashes, the runtime's fatal kind (``deadlock``, ...) or ``signal``.
         buffers: Every buffer's contents after the call, by argument name.
@@ -62,7 +63,7 @@ class CallResult:
         stdout: What the code printed.
     """
 
-    status: str
+    status: Status
     message: str = ""
     crash_kind: str = ""
     buffers: Mapping[str, np.ndarray] = field(default_factory=dict)

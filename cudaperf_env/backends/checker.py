@@ -24,6 +24,7 @@ import numpy as np
 
 from cudaperf_env.backends.execute import Job, run_jobs
 from cudaperf_env.backends.harness import wrap
+from cudaperf_env.status import Status
 from cudaperf_env.tasks.dtypes import DTYPES
 from cudaperf_env.tasks.schema import Arg, Task
 from cudaperf_env.toolchain.native import build_c_reference
@@ -72,7 +73,7 @@ def run_checker(
     results = run_jobs(build.library, view, calls, folder, timeout_s, deterministic=True)
     verdicts = []
     for i in range(len(jobs)):
-        if i >= len(results) or results[i].status != "ok":
+        if i >= len(results) or results[i].status != Status.OK:
             why = results[i].message if i < len(results) else "it stopped before this configuration"
             verdicts.append((False, f"the task's checker failed on this output: {why}"))
             continue

@@ -10,6 +10,7 @@ from pathlib import Path
 from cudaperf_env.backends.base import CallResult, Crash, Job
 from cudaperf_env.backends.buffers import BufferFile, BufferResized
 from cudaperf_env.backends.sandbox import FATAL_KINDS, UnsafeWorkdir, WorkerProcess
+from cudaperf_env.status import Status
 from cudaperf_env.tasks.schema import Task
 
 
@@ -37,7 +38,7 @@ def run_jobs(
     try:
         proc = worker or WorkerProcess(workdir)
     except UnsafeWorkdir as exc:  # a link planted where the harness works: refuse, follow nothing
-        return [CallResult("runtime_error", f"the harness's folder was tampered with ({exc})", "protocol")]
+        return [CallResult(Status.RUNTIME_ERROR, f"the harness's folder was tampered with ({exc})", "protocol")]
     drop = uid if proc.uid is None else None
     owner = proc.uid if proc.uid is not None else uid
     if owner is not None and os.geteuid() == 0:
@@ -83,7 +84,7 @@ def _call_each(
     for index, job in enumerate(jobs):
         result = call_once(proc, task, job, io_dir(workdir) / f"buffers-{index}.bin", timeout_s)
         results.append(result)
-        if result.status != "ok":
+        if result.status != Status.OK:
             break
     return results
 
@@ -107,17 +108,17 @@ def call_once(
         checked = call_reply(reply, len(task.args))
         if isinstance(checked, str):
             proc.kill()
-            return CallResult("runtime_error", checked, "protocol", stdout=proc.stdout_text(start=start))
+            return CallResult(Status.RUNTIME_ERROR, checked, "protocol", stdout=proc.stdout_text(start=start))
         code, error, seconds, overrun_args = checked
         try:
             buffers.read_back()
         except BufferResized as exc:
             proc.kill()
-            return CallResult("runtime_error", f"{exc}: a submission may not touch the harness's files", "protocol",
-                              stdout=proc.stdout_text(start=start))  # fmt: skip
+            why = f"{exc}: a submission may not touch the harness's files"
+            return CallResult(Status.RUNTIME_ERROR, why, "protocol", stdout=proc.stdout_text(start=start))
         device_overruns = [task.args[i].name for i in overrun_args]
         return CallResult(
-            status="ok" if code == 0 else "runtime_error",
+            status=Status.OK if code == 0 else Status.RUNTIME_ERROR,
             message="" if code == 0 else f"CUDA error {error}",
             buffers=buffers.snapshot(),
             overruns=tuple(dict.fromkeys(buffers.overruns() + device_overruns)),
@@ -145,9 +146,10 @@ def call_reply(reply: dict, n_args: int) -> tuple[int, str, float, list[int]] | 
 def _failure(reply: dict | Crash, proc: WorkerProcess, start: int = 0) -> CallResult:
     stdout = proc.stdout_text(start=start)
     if isinstance(reply, Crash):
-        status = "timeout" if reply.kind == "timeout" else "runtime_error"
+        status = Status.TIMEOUT if reply.kind == "timeout" else Status.RUNTIME_ERROR
         message = reply.message
         if reply.kind in FATAL_KINDS.values():
             message = f"{reply.kind.replace('_', ' ')}: {message}"
         return CallResult(status, message, reply.kind, stdout=stdout)
-    return CallResult("runtime_error", str(reply.get("error", "unknown worker error"))[:2000], "load", stdout=stdout)
+    why = str(reply.get("error", "unknown worker error"))[:2000]
+    return CallResult(Status.RUNTIME_ERROR, why, "load", stdout=stdout)

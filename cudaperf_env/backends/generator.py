@@ -23,6 +23,7 @@ import numpy as np
 from cudaperf_env.backends.execute import Job, run_jobs
 from cudaperf_env.backends.harness import wrap
 from cudaperf_env.backends.reference import ReferenceError
+from cudaperf_env.status import Status
 from cudaperf_env.tasks.dtypes import DTYPES
 from cudaperf_env.tasks.inputs import make_inputs
 from cudaperf_env.tasks.schema import Arg, Config, Task
@@ -78,7 +79,7 @@ class GeneratedInputs:
                                deterministic=True)  # fmt: skip
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
-        if not results or results[0].status != "ok" or results[0].overruns:
+        if not results or results[0].status != Status.OK or results[0].overruns:
             why = results[0].message or f"wrote past {results[0].overruns}" if results else "no result"
             raise GeneratorError(f"{task.id}: the input generator failed under {dict(config)}: {why}")
         out = {a.name: results[0].buffers[a.name] for a in task.args if a.role in ("in", "inout")}

@@ -14,6 +14,7 @@ from cudaperf_env.backends.execute import Job, run_jobs
 from cudaperf_env.backends.harness import wrap
 from cudaperf_env.backends.torch_reference import TorchReference, TorchReferenceError
 from cudaperf_env.errors import CudaPerfError
+from cudaperf_env.status import Status
 from cudaperf_env.tasks.schema import Task
 from cudaperf_env.toolchain.native import build_c_reference
 
@@ -69,7 +70,7 @@ class ReferenceOutputs:
         if not build.ok or build.library is None:
             raise ReferenceError(f"{task.id}: the C reference does not compile:\n{build.log}")
         results = run_jobs(build.library, task, jobs, workdir, self.timeout_s, deterministic=True)
-        bad = [r for r in results if r.status != "ok" or r.overruns]
+        bad = [r for r in results if r.status != Status.OK or r.overruns]
         if bad or len(results) != len(jobs):
             why = bad[0].message if bad else "stopped early"
             raise ReferenceError(f"{task.id}: the C reference failed: {why} {bad[0].overruns if bad else ''}")

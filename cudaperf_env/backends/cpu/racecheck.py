@@ -22,6 +22,7 @@ from cudaperf_env.backends.cpu.prepass import prepass
 from cudaperf_env.backends.execute import call_once
 from cudaperf_env.backends.harness import wrap
 from cudaperf_env.backends.sandbox import WorkerProcess
+from cudaperf_env.status import Status
 from cudaperf_env.tasks.schema import Task
 
 LIBRARY_NAME = "racecheck"
@@ -53,7 +54,7 @@ def run_race_check(
         return None
     result = call_once(worker, task, job, workdir / "buffers-racecheck.bin", timeout_s, lib=LIBRARY_NAME)
     if result.crash_kind == "race" or result.message.startswith("race"):
-        return CallResult("runtime_error", describe_race(result.message, task, library), "race")
+        return CallResult(Status.RUNTIME_ERROR, describe_race(result.message, task, library), "race")
     return result
 
 

@@ -45,6 +45,7 @@ from cudaperf_env.backends.harness import units, wrap
 from cudaperf_env.backends.sandbox import Crash, WorkerProcess
 from cudaperf_env.errors import BackendUnavailableError
 from cudaperf_env.source.screen import Finding
+from cudaperf_env.status import Status
 from cudaperf_env.tasks.schema import Config, Task
 from cudaperf_env.toolchain import tools
 from cudaperf_env.toolchain.cache import cache_dir, scratch_dir
@@ -191,7 +192,7 @@ class CudaBackend:
                     results = run_jobs(baseline.library, task, [job for _, job in missing], folder, self.timeout_s,
                                        worker=worker)  # fmt: skip
             for i, (key, _) in enumerate(missing):
-                ok = i < len(results) and results[i].status == "ok"
+                ok = i < len(results) and results[i].status == Status.OK
                 self.baseline_ms[key] = results[i].seconds * 1e3 if ok else math.nan
         return [self.baseline_ms[key] for key in keys]
 
@@ -254,7 +255,7 @@ class CudaBackend:
                     job = Job(config, task_inputs(task, config, 1000))
                     result = run_jobs(build.library, task, [job], workdir, self.c_reference_timeout_s,
                                       deterministic=True)[0]  # fmt: skip
-                    ms = result.seconds * 1e3 if result.status == "ok" else math.nan
+                    ms = result.seconds * 1e3 if result.status == Status.OK else math.nan
                 self.c_reference_ms[key] = ms
             times.append(self.c_reference_ms[key])
         return tuple(times)
@@ -388,11 +389,11 @@ def run_limited(
     results: list[CallResult] = []
     for index, (job, limit, ms) in enumerate(zip(jobs, limits, baseline_ms, strict=True)):
         result = call_once(worker, task, job, io_dir(workdir) / f"buffers-{index}.bin", limit)
-        if result.status == "timeout" and math.isfinite(ms):
+        if result.status == Status.TIMEOUT and math.isfinite(ms):
             hidden = index >= len(task.configs)
             result = replace(result, message=too_slow_message(job.config, hidden, index, limit, ms))
         results.append(result)
-        if result.status != "ok":
+        if result.status != Status.OK:
             break
     return results
 
