@@ -55,3 +55,23 @@ class RoleWords:
     def of(self, role: str) -> str:
         """The words for ``role`` (``scalar``, ``in``, ``out``, ``inout``)."""
         return {"scalar": self.scalar, "in": self.inp, "out": self.out, "inout": self.inout}[role]
+
+
+def submission_rules(task: Task, forbidden: str) -> str:
+    """The rules every family's prompt ends with; ``forbidden`` is the family's "no libraries" line."""
+    return f"""Rules:
+- Define `extern "C" {task.signature}`. Its pointer arguments are device pointers
+  (already allocated with cudaMalloc); launch your own __global__ kernels from it.
+- The harness synchronizes and checks for CUDA errors after the call.
+- {forbidden}
+- Handle any size, not only the ones listed.
+
+Answer with the complete source in one ```cuda fenced block."""
+
+
+def reminder_text(task: Task, what: str = "") -> str:
+    """The short reminder after each turn's feedback (``what`` adds what the entry computes)."""
+    return (
+        f"Task {task.id}: define `extern \"C\" {task.signature}`{what}. "
+        "Reply with the complete improved source in one ```cuda fenced block."
+    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cudaperf_env.backends.harness import wrap
-from cudaperf_env.kinds.base import RoleWords
+from cudaperf_env.kinds.base import RoleWords, reminder_text, submission_rules
 from cudaperf_env.tasks.schema import Arg, Task
 
 ROLES = RoleWords()
@@ -41,20 +41,10 @@ Arguments:
 It is tested on these configurations (and on others not shown):
 {configs}
 
-Rules:
-- Define `extern "C" {task.signature}`. Its pointer arguments are device pointers
-  (already allocated with cudaMalloc); launch your own __global__ kernels from it.
-- The harness synchronizes and checks for CUDA errors after the call.
-- Do not use libraries (cuBLAS, Thrust, CUB), inline assembly or host threads.
-- Handle any size, not only the ones listed.
-
-Answer with the complete source in one ```cuda fenced block."""
+{submission_rules(task, "Do not use libraries (cuBLAS, Thrust, CUB), inline assembly or host threads.")}"""
 
     def reminder(self, task: Task) -> str:
-        return (
-            f"Task {task.id}: define `extern \"C\" {task.signature}`. "
-            "Reply with the complete improved source in one ```cuda fenced block."
-        )
+        return reminder_text(task)
 
     def harness(self, task: Task, code: str) -> str:
         return wrap(task, code, "cuda")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cudaperf_env.backends.harness import wrap
-from cudaperf_env.kinds.base import RoleWords
+from cudaperf_env.kinds.base import RoleWords, reminder_text, submission_rules
 from cudaperf_env.tasks.schema import Arg, Task
 
 ROLES = RoleWords()
@@ -27,6 +27,10 @@ def arg_meaning(task: Task, arg: Arg) -> str:
         return "forward's result" + (f" {binding.outputs.index(arg.name)}" if len(binding.outputs) > 1 else "")
     key = next((k for k, v in binding.parameters.items() if v == arg.name), "")
     return f"parameter `{key}` of the Model (its values, contiguous)"
+
+
+FORBIDDEN = ("Plain CUDA C++ only: no PyTorch, ATen or c10 (no torch/extension.h), no libraries\n"
+             "  (cuBLAS, cuDNN, Thrust, CUB), no inline assembly, no host threads.")
 
 
 @dataclass(frozen=True)
@@ -61,21 +65,10 @@ Arguments of the entry (in order: forward inputs, parameters, outputs, sizes; al
 It is tested on these configurations (and on others not shown):
 {configs}
 
-Rules:
-- Define `extern "C" {task.signature}`. Its pointer arguments are device pointers
-  (already allocated with cudaMalloc); launch your own __global__ kernels from it.
-- The harness synchronizes and checks for CUDA errors after the call.
-- Plain CUDA C++ only: no PyTorch, ATen or c10 (no torch/extension.h), no libraries
-  (cuBLAS, cuDNN, Thrust, CUB), no inline assembly, no host threads.
-- Handle any size, not only the ones listed.
-
-Answer with the complete source in one ```cuda fenced block."""
+{submission_rules(task, FORBIDDEN)}"""
 
     def reminder(self, task: Task) -> str:
-        return (
-            f"Task {task.id}: define `extern \"C\" {task.signature}` computing the PyTorch model's forward. "
-            "Reply with the complete improved source in one ```cuda fenced block."
-        )
+        return reminder_text(task, " computing the PyTorch model's forward")
 
     def harness(self, task: Task, code: str) -> str:
         return wrap(task, code, "cuda")
