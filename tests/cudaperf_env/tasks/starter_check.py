@@ -618,6 +618,7 @@ NUMPY_REFS: dict[str, Callable[..., dict[str, Any]]] = {
     "c2cuda/select_positive_f32": lambda cfg, n, x: {"out": x[x > 0], "count": [int((x > 0).sum())]},
     "c2cuda/complex_mul_f32": lambda cfg, n, a, b: {"c": _complex_mul(a, b)},
     "c2cuda/returns_f32": lambda cfg, n, p: {"r": (p[1:].astype(f64) - p[:-1]) / p[:-1]},
+    "c2cuda/distinct_sorted_i32": lambda cfg, n, k, keys: {"out": np.unique(keys), "count": [len(np.unique(keys))]},
     "c2cuda/masked_axpy_f32": lambda cfg, n, alpha, mask, x, y: {"y": y + np.where(mask != 0, f64(alpha) * x, 0.0)},
 }
 
