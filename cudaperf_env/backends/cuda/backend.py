@@ -229,8 +229,9 @@ class CudaBackend:
         if not task.baseline:
             with self.gpu_lock:
                 timing = self._time(task, candidate, worker, paired=False)
-            return over_c_reference(timing, self._c_reference_ms(task, workdir)) if isinstance(timing, Timing) \
-                else timing  # fmt: skip
+            if isinstance(timing, Timing):
+                timing = flag_unchecked_outputs(task, over_c_reference(timing, self._c_reference_ms(task, workdir)))
+            return timing
         baseline = self.build(task, task.implementation(task.baseline).source)  # cached after the first
         if not baseline.ok or baseline.library is None:
             raise BackendUnavailableError(f"{task.id}: the baseline implementation does not build:\n{baseline.log}")
@@ -238,7 +239,7 @@ class CudaBackend:
             timing = self._time(task, baseline, worker)
         if self.time_c_reference and isinstance(timing, Timing):
             timing = replace(timing, c_reference_ms=self._c_reference_ms(task, workdir))
-        return timing
+        return flag_unchecked_outputs(task, timing) if isinstance(timing, Timing) else timing
 
     def _c_reference_ms(self, task: Task, workdir: Path) -> tuple[float, ...]:
         """Serial C reference time per timing configuration, on the first timing input set (cached); NaN for
@@ -424,6 +425,24 @@ def _slow_verdict(opts: TimingOptions, reply: dict, samples: dict[str, list[floa
     if not decided_slow(samples["candidate"], samples["baseline"], opts.slow_bound, opts.slow_margin):
         return math.nan, ["timing stopped early without cause"]
     return speedup_upper_bound(samples["candidate"], samples["baseline"], opts.slow_margin), []
+
+
+UNCHECKED_FLAG = "outputs of timed calls cannot be checked for this task's order-free or counted outputs"
+
+
+def timed_outputs_unchecked(task: Task) -> bool:
+    """Whether some output is left out of the device's timed-output check (:func:`output_checks`).
+
+    Then a submission could skip that work in timed calls only (attack 7), so its speed is not
+    credited: the flag keeps the verdict and the measured time, and the reward ignores the speedup."""
+    return task.checker is not None or any(
+        a.role in ("out", "inout") and (a.check != "elementwise" or bool(a.length)) for a in task.args
+    )
+
+
+def flag_unchecked_outputs(task: Task, timing: Timing) -> Timing:
+    """``timing`` with :data:`UNCHECKED_FLAG` where :func:`timed_outputs_unchecked` (pure)."""
+    return replace(timing, flags=(*timing.flags, UNCHECKED_FLAG)) if timed_outputs_unchecked(task) else timing
 
 
 def output_checks(task: Task) -> list[dict]:

@@ -75,3 +75,16 @@ def test_an_untimed_c_reference_leaves_the_speedup_unmeasured_and_flagged():
     t = over_c_reference(Timing(est, per_config=(est, est)), [3.0, float("nan")])
     assert t.estimate.speedup != t.estimate.speedup
     assert t.flags == ("the C reference could not be timed on every configuration",)
+
+
+def test_speed_is_not_credited_where_timed_outputs_cannot_be_checked():
+    from cudaperf_env.backends.cuda.backend import UNCHECKED_FLAG, flag_unchecked_outputs, output_checks
+    from cudaperf_env.tasks import load_tasks
+
+    tasks = load_tasks()
+    est = SpeedupEstimate(1.0, 2.0, 2.0, 1.9, 10)
+    for task_id in ("c2cuda/select_positive_f32", "c2cuda/partition_sign_f32", "c2cuda/distinct_sorted_i32"):
+        task = tasks[task_id]
+        assert UNCHECKED_FLAG in flag_unchecked_outputs(task, Timing(est)).flags, task_id
+        assert len(output_checks(task)) < sum(a.role in ("out", "inout") for a in task.args) or task.checker
+    assert flag_unchecked_outputs(tasks["c2cuda/saxpy_f32"], Timing(est)).flags == ()
