@@ -73,6 +73,8 @@ def _policy_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="auto", help="transformers: cpu, cuda or auto")
     p.add_argument("--turns", type=int, default=3, help="replies per trajectory (default: %(default)s)")
     p.add_argument("--group", type=int, default=1, help="trajectories per task, G (default: %(default)s)")
+    p.add_argument("--batch-tasks", type=int, default=8,
+                   help="tasks rolled out together: one generation call per turn (default: %(default)s)")  # fmt: skip
     p.add_argument("--max-tokens", type=int, default=512, help="new tokens per reply (default: %(default)s)")
     p.add_argument("--temperature", type=float, default=0.7)
     p.add_argument("--top-p", type=float, default=0.95)
@@ -140,7 +142,7 @@ def _roll(args: argparse.Namespace, out: Path, show: bool, console: Console) -> 
                 for r in records:
                     _show(console, r)
 
-        records = evaluate_policy(policy, tasks, evaluator, config, out, on_turn)
+        records = evaluate_policy(policy, tasks, evaluator, config, out, on_turn, batch_tasks=args.batch_tasks)
         progress.update(bar, completed=len(tasks) * config.turns)
     return records
 

@@ -17,7 +17,7 @@ from agents.plots import plot_fast_p, plot_per_turn
 from agents.policies.base import Policy
 from agents.records import TurnRecord, write_records
 from agents.report import build_report
-from agents.rollout import OnTurn, RolloutConfig, rollout
+from agents.rollout import OnTurn, RolloutConfig, rollouts
 from cudaperf_env.evaluate import Evaluator
 from cudaperf_env.tasks.schema import Task
 
@@ -29,15 +29,24 @@ def evaluate_policy(
     config: RolloutConfig,
     out: str | Path,
     on_turn: OnTurn | None = None,
+    batch_tasks: int = 1,
 ) -> list[TurnRecord]:
-    """Roll ``policy`` out on every task; records are appended to ``out`` (JSONL) task by task."""
+    """Roll ``policy`` out on every task; records are appended to ``out`` (JSONL) as each batch finishes.
+
+    ``batch_tasks`` tasks are rolled out together (:func:`agents.rollout.rollouts`: one
+    generation call and one concurrent grading per turn), which is what keeps a GPU
+    busy; the records are the same as task by task.
+    """
+    if batch_tasks < 1:
+        raise ValueError(f"batch_tasks must be >= 1, got {batch_tasks}")
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
     records: list[TurnRecord] = []
     with path.open("w", encoding="utf-8") as f:
-        for task in tasks:
-            done = rollout(policy, task, evaluator, config, on_turn)
+        for start in range(0, len(tasks), batch_tasks):
+            done = rollouts(policy, tasks[start : start + batch_tasks], evaluator, config, on_turn)
             write_records(done, f)
+            f.flush()
             records += done
     return records
 

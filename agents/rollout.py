@@ -4,8 +4,9 @@ A trajectory is a conversation: system prompt, task prompt, reply, feedback,
 reply, ... At turn 1 every trajectory of a group shares the prompt, so the
 policy samples the G replies in one call (a GRPO group); later turns each
 continue their own conversation (one batched call). Each turn's G replies are
-graded together with :func:`cudaperf_env.turn.grade_many`. A trajectory ends
-when its reply is correct (as the environment terminates) unless
+graded together, concurrently. :func:`rollouts` does the same for several tasks
+at once (one generation call per turn over all their trajectories). A
+trajectory ends when its reply is correct (as the environment terminates) unless
 ``RolloutConfig.stop_when_correct`` is off, or after ``turns`` turns.
 
 Rewards are the turn function's (potential-based: a turn earns its score minus
@@ -16,8 +17,10 @@ turn's return is the discounted sum of the scores from it on
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +31,7 @@ from cudaperf_env.evaluate import Evaluator
 from cudaperf_env.prompt import task_prompt, turn_prompt
 from cudaperf_env.reward import RewardConfig, discounted_returns
 from cudaperf_env.tasks.schema import Task
-from cudaperf_env.turn import Turn, grade_many
+from cudaperf_env.turn import Turn, grade
 
 
 @dataclass(frozen=True)
@@ -89,39 +92,66 @@ def rollout(policy: Policy, task: Task, evaluator: Evaluator, config: RolloutCon
     once each trajectory ended), the records passed to ``on_turn`` carry the
     score as a provisional return.
     """
-    trajs = [_Trajectory() for _ in range(config.group)]
-    prompt = task_prompt(task)
+    return rollouts(policy, [task], evaluator, config, on_turn)
+
+
+def rollouts(policy: Policy, tasks: Sequence[Task], evaluator: Evaluator, config: RolloutConfig,
+             on_turn: OnTurn | None = None) -> list[TurnRecord]:  # fmt: skip
+    """:func:`rollout` on several tasks at once: each turn is one batched generation and one concurrent grading.
+
+    Every active trajectory of every task is generated in the same policy call (at
+    turn 1 each task's prompt sampled ``group`` times), and all replies of the turn
+    are graded concurrently over the machine's cores. The records are those
+    :func:`rollout` gives for each task, in task order.
+    """
+    trajs = {task.id: [_Trajectory() for _ in range(config.group)] for task in tasks}
+    prompts = {task.id: task_prompt(task) for task in tasks}
     budget = policy.context_window - config.sampling.max_tokens
     for number in range(1, config.turns + 1):
-        active = [t for t in trajs if not t.done]
+        active = [(task, t) for task in tasks for t in trajs[task.id] if not t.done]
         if not active:
             break
         sampling = config.sampling.with_seed(turn_seed(config.seed, number))
-        convs = [conversation(config.system_prompt, prompt, t.history, budget, policy.count_tokens) for t in active]
-        gens, gen_s = _generate(policy, [c[0] for c in convs], sampling, shared=number == 1)
+        convs = [conversation(config.system_prompt, prompts[task.id], t.history, budget, policy.count_tokens)
+                 for task, t in active]  # fmt: skip
+        gens, gen_s = _generate(policy, [c[0] for c in convs], sampling, per_prompt=config.group if number == 1 else 1)
         start = time.perf_counter()
-        graded = grade_many(task, [g.text for g in gens], [t.turns[-1] if t.turns else None for t in active],
-                            evaluator=evaluator, reward=config.reward, seed=config.seed)  # fmt: skip
+        graded = _grade(active, [g.text for g in gens], evaluator, config)
         grade_s = time.perf_counter() - start
-        for traj, (messages, dropped), gen, turn in zip(active, convs, gens, graded, strict=True):
+        for (task, traj), (messages, dropped), gen, turn in zip(active, convs, gens, graded, strict=True):
             traj.turns.append(turn)
             traj.pending.append(dict(prompt=messages, dropped=dropped, gen=gen, gen_s=gen_s, grade_s=grade_s))
             traj.history.append(Exchange(gen.text, turn_prompt(task, turn.feedback, number, config.turns), turn.status))
             traj.done = (turn.correct and config.stop_when_correct) or number == config.turns
         if on_turn is not None:
-            on_turn(task, number, [_record(task, i, t, len(t.turns) - 1, policy.name, config, None)
-                                   for i, t in enumerate(trajs) if len(t.turns) == number])  # fmt: skip
-    return [r for i, t in enumerate(trajs) for r in _records(task, i, t, policy.name, config)]
+            for task in tasks:
+                records = [_record(task, i, t, len(t.turns) - 1, policy.name, config, None)
+                           for i, t in enumerate(trajs[task.id]) if len(t.turns) == number]  # fmt: skip
+                if records:
+                    on_turn(task, number, records)
+    return [r for task in tasks for i, t in enumerate(trajs[task.id])
+            for r in _records(task, i, t, policy.name, config)]  # fmt: skip
+
+
+def _grade(active: list[tuple[Task, _Trajectory]], replies: list[str], evaluator: Evaluator,
+           config: RolloutConfig) -> list[Turn]:  # fmt: skip
+    """Grade each trajectory's reply after its previous turn, all concurrently (the evaluator is thread-safe)."""
+
+    def one(k: int) -> Turn:
+        task, traj = active[k]
+        return grade(task, replies[k], traj.turns[-1] if traj.turns else None, evaluator=evaluator,
+                     reward=config.reward, seed=config.seed)  # fmt: skip
+
+    with ThreadPoolExecutor(max_workers=max(1, min(len(active), os.cpu_count() or 1))) as pool:
+        return list(pool.map(one, range(len(active))))
 
 
 def _generate(policy: Policy, messages: list[list[Message]], sampling: Sampling,
-              shared: bool) -> tuple[list[Generation], float]:  # fmt: skip
-    """One generation per conversation; ``shared``: all conversations are the same prompt (sample n at once)."""
+              per_prompt: int) -> tuple[list[Generation], float]:  # fmt: skip
+    """One generation per conversation; ``per_prompt`` > 1: runs of that many equal conversations sampled at once."""
     start = time.perf_counter()
-    if shared:
-        gens = policy.generate([messages[0]], len(messages), sampling)[0]
-    else:
-        gens = [g[0] for g in policy.generate(messages, 1, sampling)]
+    firsts = messages[::per_prompt]
+    gens = [g for row in policy.generate(firsts, per_prompt, sampling) for g in row]
     return gens, time.perf_counter() - start
 
 
@@ -145,9 +175,3 @@ def _record(task: Task, index: int, traj: _Trajectory, k: int, model: str, confi
         completion_tokens=gen.completion_tokens, generate_seconds=extra["gen_s"], grade_seconds=extra["grade_s"],
         info={k: v for k, v in info.items() if not isinstance(v, dict | list) and k != "feedback"},
     )  # fmt: skip
-
-
-def rollouts(policy: Policy, tasks: Sequence[Task], evaluator: Evaluator, config: RolloutConfig,
-             on_turn: OnTurn | None = None) -> list[TurnRecord]:  # fmt: skip
-    """:func:`rollout` over several tasks, in order."""
-    return [r for task in tasks for r in rollout(policy, task, evaluator, config, on_turn)]

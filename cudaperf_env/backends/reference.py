@@ -36,34 +36,43 @@ class ReferenceOutputs:
         self.timeout_s = timeout_s
         self._cache: OrderedDict[tuple, dict[str, np.ndarray]] = OrderedDict()
         self._bytes = 0
-        self._lock = threading.Lock()  # concurrent evaluations of a group share one computation
+        self._lock = threading.Lock()  # guards the cache and the lock table
+        self._task_locks: dict[tuple, threading.Lock] = {}  # concurrent evaluations of a task share one computation
+        self._torch_lock = threading.Lock()  # one trusted torch process, one request at a time
         self._torch: TorchReference | None = None  # started on the first PyTorch reference
 
     def expected(self, task: Task, jobs: Sequence[Job], seed: int, workdir: Path) -> list[dict[str, np.ndarray]]:
-        """Every buffer's expected contents after the entry runs, per job."""
+        """Every buffer's expected contents after the entry runs, per job (tasks are computed concurrently)."""
         with self._lock:
+            task_lock = self._task_locks.setdefault((task.id, task.reference_source, seed), threading.Lock())
+        with task_lock:
             return self._expected(task, jobs, seed, workdir)
 
     def _expected(self, task: Task, jobs: Sequence[Job], seed: int, workdir: Path) -> list[dict[str, np.ndarray]]:
         keys = [(task.id, task.reference_source, tuple(sorted(j.config.items())), seed) for j in jobs]
-        found = {i: self._cache[k] for i, k in enumerate(keys) if k in self._cache}
+        with self._lock:
+            found = {i: self._cache[k] for i, k in enumerate(keys) if k in self._cache}
         missing = [i for i in range(len(keys)) if i not in found]
         if missing:
-            for i, outputs in zip(missing, self._compute(task, [jobs[i] for i in missing], workdir), strict=True):
-                found[i] = outputs
-                self._store(keys[i], outputs)
-        for key in keys:
-            if key in self._cache:
-                self._cache.move_to_end(key)
+            computed = self._compute(task, [jobs[i] for i in missing], workdir)
+            with self._lock:
+                for i, outputs in zip(missing, computed, strict=True):
+                    found[i] = outputs
+                    self._store(keys[i], outputs)
+        with self._lock:
+            for key in keys:
+                if key in self._cache:
+                    self._cache.move_to_end(key)
         return [found[i] for i in range(len(keys))]  # never read back from the cache: storing may evict
 
     def _compute(self, task: Task, jobs: Sequence[Job], workdir: Path) -> list[dict[str, np.ndarray]]:
         if task.reference_language == "pytorch":
-            self._torch = self._torch or TorchReference()
-            try:
-                return self._torch.expected(task, jobs, workdir, self.timeout_s)
-            except TorchReferenceError as exc:
-                raise ReferenceError(str(exc)) from None
+            with self._torch_lock:
+                self._torch = self._torch or TorchReference()
+                try:
+                    return self._torch.expected(task, jobs, workdir, self.timeout_s)
+                except TorchReferenceError as exc:
+                    raise ReferenceError(str(exc)) from None
         if task.reference_language != "c":
             raise ReferenceError(f"{task.id}: reference language {task.reference_language!r} is not supported yet")
         build = build_c_reference(wrap(task, task.reference_source, "c", "reference.c"))

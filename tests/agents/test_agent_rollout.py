@@ -92,3 +92,35 @@ def test_rollout_config_rejects_bad_values():
         RolloutConfig(turns=0)
     with pytest.raises(ValueError, match="top_p"):
         Sampling(top_p=0.0)
+
+
+def test_tasks_rolled_out_together_give_the_records_of_one_by_one_with_one_generation_per_turn(evaluator, tmp_path):
+    other = load_tasks()["c2cuda/clamp_i32"]
+    good = {TASK.id: GOOD, other.id: f"```cuda\n{other.implementation(other.baseline).source}```"}
+
+    def script(messages, j):  # trajectory 0 of each task fails once, then answers right
+        turn = sum(m["role"] == "assistant" for m in messages) + 1
+        task_id = TASK.id if "clamp" not in messages[1]["content"] else other.id
+        return GARBAGE if (j == 0 and turn == 1) else good[task_id]
+
+    class Counting(ScriptedPolicy):
+        calls = 0
+
+        def generate(self, messages_batch, n, sampling):
+            Counting.calls += 1
+            return super().generate(messages_batch, n, sampling)
+
+    config = RolloutConfig(turns=2, group=2, seed=3)
+    one_by_one = [r for t in (TASK, other) for r in rollout(ScriptedPolicy(script), t, evaluator, config)]
+    together = evaluate_policy(Counting(script), [TASK, other], evaluator, config, tmp_path / "t.jsonl", batch_tasks=2)
+    assert Counting.calls == 2  # turn 1: both tasks' groups in one call; turn 2: the two failed trajectories
+
+    def key(r):
+        return (r.task_id, r.trajectory, r.turn, r.status, r.correct, r.reply, r.reward, r.returns)
+
+    assert [key(r) for r in together] == [key(r) for r in one_by_one]
+    assert [(r.task_id, r.trajectory, r.turn, r.correct) for r in together] == [
+        (TASK.id, 0, 1, False), (TASK.id, 0, 2, True), (TASK.id, 1, 1, True),
+        (other.id, 0, 1, False), (other.id, 0, 2, True), (other.id, 1, 1, True),
+    ]  # fmt: skip
+    assert read_records(tmp_path / "t.jsonl") == together
