@@ -127,6 +127,8 @@ class TransformersPolicy:
 
         class _Stop(StoppingCriteria):  # type: ignore[misc]
             def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+                if (input_ids.shape[1] - width) % STOP_CHECK_EVERY:  # decoding every row each token costs more
+                    return input_ids.new_zeros(input_ids.shape[0], dtype=bool)  # than the model; overshoot is trimmed
                 texts = tokenizer.batch_decode(input_ids[:, width:], skip_special_tokens=True)
                 done = [_should_stop(t, stops, sampling.stop_after_code_block) for t in texts]
                 return input_ids.new_tensor(done, dtype=bool)
@@ -144,6 +146,10 @@ class TransformersPolicy:
             kept = _tokens_covering(self.tokenizer, kept, trimmed)
         lp = tuple(logprobs[: len(kept)]) if logprobs is not None else ()
         return Generation(trimmed, tuple(kept), lp, finish, prompt_tokens)
+
+
+STOP_CHECK_EVERY = 8
+"""Tokens between checks for a stop string or a closed code block (the tokens past one are trimmed off)."""
 
 
 def default_threads() -> int:
