@@ -52,6 +52,8 @@ class SFTConfig:
         device: ``cpu``, ``cuda`` or ``auto``.
         max_examples: Use at most this many examples (0: all).
         log_every: Steps between progress lines.
+        max_minutes: Stop after this many minutes of training (0: no limit), checkpointing first,
+            so a run on a machine lent for a few minutes ends resumable; rerun to continue.
     """
 
     out: str = "runs/sft"
@@ -71,6 +73,7 @@ class SFTConfig:
     device: str = "auto"
     max_examples: int = 0
     log_every: int = 10
+    max_minutes: float = 0.0
 
     def __post_init__(self) -> None:
         if min(self.steps, self.batch_size, self.grad_accum, self.save_every, self.lora_r, self.log_every) < 1:
@@ -122,7 +125,7 @@ def latest_checkpoint(out: str | Path) -> Path | None:
 
 
 def train(config: SFTConfig, model: Any = None, tokenizer: Any = None, tasks: Sequence[Task] | None = None) -> Path:
-    """Run (or resume) SFT; returns the final adapter directory.
+    """Run (or resume) SFT; returns the final adapter directory (a checkpoint's if ``max_minutes`` ran out).
 
     Args:
         config: The run.
@@ -182,6 +185,10 @@ def train(config: SFTConfig, model: Any = None, tokenizer: Any = None, tasks: Se
             losses = []
         if step % config.save_every == 0 or step == config.steps:
             _save(out / f"checkpoint-{step}", model, optimizer, step, config, torch)
+        elif config.max_minutes and time.perf_counter() - start > 60 * config.max_minutes:
+            _save(out / f"checkpoint-{step}", model, optimizer, step, config, torch)
+            print(json.dumps({"stopped_at": step, "of": config.steps, "resume": "rerun the same command"}), flush=True)
+            return out / f"checkpoint-{step}"
     adapter = out / "adapter"
     model.save_pretrained(adapter)
     tokenizer.save_pretrained(adapter)

@@ -51,3 +51,12 @@ def test_train_writes_checkpoints_and_resumes(tmp_path, capsys, tiny_tokenizer):
     train(resumed, tiny_model(tokenizer), tokenizer, TASKS)
     logs = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert logs[0] == {"resumed_from": str(tmp_path / "checkpoint-3"), "step": 3} and logs[1]["step"] == 4
+
+
+def test_a_time_limit_ends_the_run_with_a_checkpoint_to_resume_from(tmp_path, capsys, tiny_tokenizer):
+    config = SFTConfig(out=str(tmp_path), steps=50, batch_size=1, save_every=40, warmup=1, max_len=4096,
+                       device="cpu", log_every=100, lora_r=4, max_minutes=1e-6)  # fmt: skip
+    stopped = train(config, tiny_model(tiny_tokenizer), tiny_tokenizer, TASKS)
+    assert stopped == tmp_path / "checkpoint-1" and (stopped / "trainer_state.pt").is_file()
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["stopped_at"] == 1
+    assert not (tmp_path / "adapter").exists()
