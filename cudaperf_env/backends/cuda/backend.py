@@ -28,6 +28,7 @@ from cudaperf_env.backends.cuda.budget import (
     wall_check_calls,
 )
 from cudaperf_env.backends.cuda.clocks import read_clocks
+from cudaperf_env.backends.cuda.device_lock import DeviceLock, device_identity
 from cudaperf_env.backends.cuda.replies import time_reply_problem, wall_check_problem
 from cudaperf_env.backends.cuda.sanitizer import sanitizer_command, sanitizer_verdict
 from cudaperf_env.backends.cuda.timing import (
@@ -116,7 +117,7 @@ class CudaBackend:
     measures_time: bool = True
     facts: dict[str, object] = field(default_factory=dict, repr=False, compare=False)  # card, filled once
     perf_inputs: PerfInputs = field(default_factory=lambda: PerfInputs(), repr=False, compare=False)
-    gpu_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    _lock: DeviceLock | None = field(default=None, init=False, repr=False, compare=False)
     sanitizers: tuple[str, ...] = ()  # e.g. ("memcheck", "racecheck"): see sanitizer.py
     time_c_reference: bool = False
     c_reference_timeout_s: float = 30.0
@@ -125,10 +126,17 @@ class CudaBackend:
     baseline_ms: dict[tuple, float] = field(default_factory=dict, repr=False, compare=False)  # per config, once
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "_lock", DeviceLock(device_identity(self.device)))
         if self.timing.input_sets < 2:
             raise ValueError("CudaBackend needs timing.input_sets >= 2 (rotation is what defeats result caching)")
         if self.timing.check_first:
             raise ValueError("CudaBackend checks outputs after timing (check_first is for trusted code only)")
+
+    @property
+    def gpu_lock(self) -> DeviceLock:
+        """One GPU phase at a time on this card, across threads and processes (:mod:`.device_lock`)."""
+        assert self._lock is not None
+        return self._lock
 
     @property
     def arch(self) -> str:
@@ -216,8 +224,9 @@ class CudaBackend:
     def time(self, task: Task, candidate: Build, seed: int, workdir: Path, worker: Worker) -> Timing | Crash:
         """Time the (already loaded, correct) candidate against the task's baseline.
 
-        One GPU phase (correctness run or timing) at a time per backend: concurrent
-        evaluations compile in parallel but never share the GPU while one is timed.
+        One GPU phase (correctness run or timing) at a time per card, across threads and
+        processes (:attr:`gpu_lock`): concurrent evaluations compile in parallel but never
+        share the GPU while one is timed.
         The timing inputs are fixed per task and configuration (``PerfInputs``), so
         ``seed`` does not enter here.
 

@@ -1,0 +1,81 @@
+"""The per-card GPU lock: one GPU phase at a time across processes, whatever index they see the card under."""
+
+import multiprocessing as mp
+import os
+import pickle
+import signal
+import time
+
+import pytest
+
+from cudaperf_env.backends.cuda.device_lock import DeviceLock, device_identity, visible_device
+
+
+def test_cuda_visible_devices_maps_indices_to_physical_cards():
+    assert visible_device(1, "2,3") == "3" and visible_device(0, "GPU-aa, GPU-bb") == "GPU-aa"
+    assert visible_device(3, None if "CUDA_VISIBLE_DEVICES" not in os.environ else "") == "3"
+    assert device_identity(0, "MIG-1/2:x") == "MIG-1_2_x"  # a safe file name
+    assert device_identity(0, "GPU-aa") == device_identity(1, "GPU-bb,GPU-aa")  # same card, other index
+
+
+def _hold(directory, identity, marks, seconds):
+    (marks / f"{identity}-{os.getpid()}-waiting").touch()
+    with DeviceLock(identity, directory):
+        (marks / f"{identity}-{os.getpid()}-acquired").touch()
+        time.sleep(seconds)
+
+
+def _wait_for(predicate, timeout=20.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_another_process_waits_for_the_same_card_and_not_for_another(tmp_path):
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    ctx = mp.get_context("fork")
+    with DeviceLock("card-a", tmp_path / "locks"):
+        same = ctx.Process(target=_hold, args=(tmp_path / "locks", "card-a", marks, 0))
+        other = ctx.Process(target=_hold, args=(tmp_path / "locks", "card-b", marks, 0))
+        same.start(), other.start()
+        assert _wait_for(lambda: (marks / f"card-b-{other.pid}-acquired").exists())  # another card: not held up
+        assert _wait_for(lambda: (marks / f"card-a-{same.pid}-waiting").exists())
+        time.sleep(0.5)
+        assert not (marks / f"card-a-{same.pid}-acquired").exists()  # the same card: waits for us
+    assert _wait_for(lambda: (marks / f"card-a-{same.pid}-acquired").exists())
+    same.join(20), other.join(20)
+    assert same.exitcode == 0 and other.exitcode == 0
+
+
+def test_a_killed_holder_releases_the_card(tmp_path):
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    holder = mp.get_context("fork").Process(target=_hold, args=(tmp_path, "card", marks, 120))
+    holder.start()
+    assert _wait_for(lambda: (marks / f"card-{holder.pid}-acquired").exists())
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.join(10)
+    start = time.monotonic()
+    with DeviceLock("card", tmp_path):
+        assert time.monotonic() - start < 10
+
+
+def test_threads_of_one_process_take_turns_and_the_lock_pickles(tmp_path):
+    lock = DeviceLock("card", tmp_path)
+    copy = pickle.loads(pickle.dumps(lock))
+    assert copy.path == lock.path
+    with lock:
+        with pytest.raises(BlockingIOError):  # the copy's own descriptor conflicts: flock is per open file
+            import fcntl
+
+            fd = os.open(copy.path, os.O_RDWR)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            finally:
+                os.close(fd)
+    with copy:
+        pass
