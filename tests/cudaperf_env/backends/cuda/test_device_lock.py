@@ -79,3 +79,10 @@ def test_threads_of_one_process_take_turns_and_the_lock_pickles(tmp_path):
                 os.close(fd)
     with copy:
         pass
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_the_lock_is_named_by_the_cards_uuid_under_any_index():
+    identity = device_identity(0, "0")
+    assert identity.startswith("GPU-"), identity  # NVML answered: every process names the card alike
+    assert device_identity(0, identity) == identity  # CUDA_VISIBLE_DEVICES=<uuid>: the same lock file
