@@ -67,7 +67,8 @@ def _policy_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--policy", default="transformers", choices=["transformers", "vllm", "openai"])
     p.add_argument("--model", help="local model directory or .gguf file (default: the embedded SmolLM2-135M); "
                                    "for --policy openai, the served model's name")  # fmt: skip
-    p.add_argument("--adapter", help="LoRA adapter directory (transformers, vllm)")
+    p.add_argument("--adapter", help="LoRA adapter directory (transformers, vllm); default with the embedded "
+                                     "model: the shipped SFT adapter; 'none': the base model")  # fmt: skip
     p.add_argument("--base-url", default="http://127.0.0.1:8000/v1", help="OpenAI-compatible server (openai)")
     p.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable with the API key")
     p.add_argument("--device", default="auto", help="transformers: cpu, cuda or auto")

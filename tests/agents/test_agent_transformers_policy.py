@@ -80,3 +80,16 @@ def test_default_model_is_the_embedded_gguf_or_a_clear_error():
         return
     assert path.suffix == ".gguf" and path.stat().st_size > 50_000_000
     assert split_model_path(path) == (path.parent, path.name)
+
+
+def test_the_shipped_adapter_goes_with_the_embedded_model_only(tmp_path):
+    from agents.model import default_adapter_path, resolve_adapter
+
+    assert resolve_adapter(None, None) == default_adapter_path()  # embedded model: the shipped adapter, if any
+    assert resolve_adapter(tmp_path, None) is None  # another model: none unless named
+    assert resolve_adapter(None, "none") is None and resolve_adapter(None, "NONE") is None
+    assert resolve_adapter(tmp_path, tmp_path / "a") == tmp_path / "a"
+    shipped = default_adapter_path()
+    if shipped is not None:
+        assert (shipped / "adapter_model.safetensors").stat().st_size < 16 << 20
+        assert (shipped / "MODEL_CARD.md").is_file()
