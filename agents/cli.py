@@ -82,6 +82,8 @@ def _policy_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repetition-penalty", type=float, default=1.1,
                    help="1.0 turns it off; small models loop without it (default: %(default)s)")  # fmt: skip
     p.add_argument("--backend", default="auto", choices=["cpu", "cuda", "auto"])
+    p.add_argument("--ray", metavar="ADDRESS",
+                   help="grade on a Ray evaluator pool: a cluster address, 'auto', or 'local' (start one here)")
     p.add_argument("--seed", type=int, default=0, help="seed of sampling and of the graded inputs")
 
 
@@ -123,16 +125,26 @@ def _config(args: argparse.Namespace) -> Any:
     return RolloutConfig(turns=args.turns, group=args.group, sampling=sampling, seed=args.seed)
 
 
+def _evaluator(backend: str, ray: str | None) -> Any:
+    """The local evaluator, or a Ray pool of them (one actor per GPU, or per core for the CPU backend)."""
+    if not ray:
+        from cudaperf_env.backends import make_backend
+        from cudaperf_env.evaluate import Evaluator
+
+        return Evaluator(make_backend(backend))
+    from cudaperf_env.integrations.ray import EvaluatorPool
+
+    return EvaluatorPool(backend, address=None if ray == "local" else ray)
+
+
 def _roll(args: argparse.Namespace, out: Path, show: bool, console: Console) -> list[TurnRecord]:
     from agents.evaluate import evaluate_policy
-    from cudaperf_env.backends import make_backend
-    from cudaperf_env.evaluate import Evaluator
 
     tasks = _tasks(args)
     config = _config(args)
     with console.status(f"loading the {args.policy} policy ..."):
         policy = _policy(args)
-    evaluator = Evaluator(make_backend(args.backend))
+    evaluator = _evaluator(args.backend, args.ray)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console) as progress:
         bar = progress.add_task("turns", total=len(tasks) * config.turns)
@@ -143,7 +155,11 @@ def _roll(args: argparse.Namespace, out: Path, show: bool, console: Console) -> 
                 for r in records:
                     _show(console, r)
 
-        records = evaluate_policy(policy, tasks, evaluator, config, out, on_turn, batch_tasks=args.batch_tasks)
+        try:
+            records = evaluate_policy(policy, tasks, evaluator, config, out, on_turn, batch_tasks=args.batch_tasks)
+        finally:
+            if hasattr(evaluator, "close"):  # a Ray pool: its actors
+                evaluator.close()
         progress.update(bar, completed=len(tasks) * config.turns)
     return records
 

@@ -17,10 +17,8 @@ turn's return is the discounted sum of the scores from it on
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +29,7 @@ from cudaperf_env.evaluate import Evaluator
 from cudaperf_env.prompt import task_prompt, turn_prompt
 from cudaperf_env.reward import RewardConfig, discounted_returns
 from cudaperf_env.tasks.schema import Task
-from cudaperf_env.turn import Turn, grade
+from cudaperf_env.turn import Turn, turn_of
 
 
 @dataclass(frozen=True)
@@ -135,15 +133,11 @@ def rollouts(policy: Policy, tasks: Sequence[Task], evaluator: Evaluator, config
 
 def _grade(active: list[tuple[Task, _Trajectory]], replies: list[str], evaluator: Evaluator,
            config: RolloutConfig) -> list[Turn]:  # fmt: skip
-    """Grade each trajectory's reply after its previous turn, all concurrently (the evaluator is thread-safe)."""
-
-    def one(k: int) -> Turn:
-        task, traj = active[k]
-        return grade(task, replies[k], traj.turns[-1] if traj.turns else None, evaluator=evaluator,
-                     reward=config.reward, seed=config.seed)  # fmt: skip
-
-    with ThreadPoolExecutor(max_workers=max(1, min(len(active), os.cpu_count() or 1))) as pool:
-        return list(pool.map(one, range(len(active))))
+    """Grade each trajectory's reply after its previous turn, all at once (threads here, actors on a Ray pool)."""
+    jobs = [(task, reply, config.seed) for (task, _), reply in zip(active, replies, strict=True)]
+    evaluations = evaluator.evaluate_batch(jobs)
+    return [turn_of(task, e, traj.turns[-1] if traj.turns else None, config.reward)
+            for (task, traj), e in zip(active, evaluations, strict=True)]  # fmt: skip
 
 
 def _generate(policy: Policy, messages: list[list[Message]], sampling: Sampling,

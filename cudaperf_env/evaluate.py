@@ -400,9 +400,17 @@ class Evaluator:
         the number of cores); backends that time serialize their timing phase, so
         concurrent submissions never disturb each other's measurements.
         """
-        workers = max(1, min(len(actions), max_workers or os.cpu_count() or 1))
+        return self.evaluate_batch([(task, action, seed) for action in actions], max_workers)
+
+    def evaluate_batch(self, jobs: Sequence[tuple[Task, str, int]], max_workers: int | None = None) -> list[Evaluation]:
+        """Judge ``(task, action, seed)`` jobs of any tasks concurrently, in order (as :meth:`evaluate_many`).
+
+        The Ray pool (:class:`cudaperf_env.integrations.ray.EvaluatorPool`) has the same
+        method, so callers that grade many replies at once scale out through either.
+        """
+        workers = max(1, min(len(jobs), max_workers or os.cpu_count() or 1))
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            return list(pool.map(lambda action: self.evaluate(task, action, seed), actions))
+            return list(pool.map(lambda job: self.evaluate(job[0], job[1], job[2]), jobs))
 
     def _evaluate(self, task: Task, action: str, seed: int) -> Evaluation:
         workdir = scratch_dir()

@@ -36,6 +36,7 @@ class GRPOConfig:
         preset: Reward preset of the env's turn function (cudaperf, speedup_only, cuda_agent, kevin).
         ranker: Run the learned ranker (the cudaperf preset's ranker term); off drops the stage and the term.
         backend: Where replies are graded: cpu, cuda or auto.
+        ray: Grade on a Ray evaluator pool ("" off; a cluster address, "auto", or "local" to start one here).
         turns: Replies per trajectory (the first plus refinements from execution feedback).
         group: Trajectories per task (G of a GRPO group).
         tasks_per_step: Tasks (groups) sampled per optimizer step.
@@ -84,6 +85,7 @@ class GRPOConfig:
     preset: str = "cudaperf"
     ranker: bool = True
     backend: str = "auto"
+    ray: str = ""
     turns: int = 2
     group: int = 4
     tasks_per_step: int = 2

@@ -86,8 +86,15 @@ def train(config: GRPOConfig, *, model: Any = None, tokenizer: Any = None, tasks
 
     # Tasks and the grader: the env's turn function, with or without the ranker stage.
     tasks = list(tasks) if tasks is not None else training_tasks(config)
-    stages = STAGES if config.ranker else tuple(s for s in STAGES if s is not rank)
-    grader = Grader(Evaluator(make_backend(config.backend), stages=stages), config.reward())
+    skipped = () if config.ranker else (rank.__name__,)
+    if config.ray:
+        from cudaperf_env.integrations.ray import EvaluatorPool
+
+        address = None if config.ray == "local" else config.ray
+        evaluator: Any = EvaluatorPool(config.backend, address=address, skip_stages=skipped)
+    else:
+        evaluator = Evaluator(make_backend(config.backend), stages=[s for s in STAGES if s.__name__ not in skipped])
+    grader = Grader(evaluator, config.reward())
 
     # The model: LoRA on the start model (the start model is then the KL reference) or a full fine-tune.
     if model is None:

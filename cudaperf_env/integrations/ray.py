@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from cudaperf_env.evaluate import EvalOptions, Evaluation, Evaluator
+from cudaperf_env.evaluate import STAGES, EvalOptions, Evaluation, Evaluator
 from cudaperf_env.status import Status
 from cudaperf_env.tasks.schema import Task
 from cudaperf_env.turn import Grader, RewardConfig, Turn, turn_of
@@ -50,12 +50,13 @@ class _EvaluatorActor:
     """The remote side: an evaluator on this process's backend (and, for a GPU actor, its one visible device)."""
 
     def __init__(self, backend: str, options: EvalOptions | None, cache_dir: str | None,
-                 backend_options: Mapping[str, Any]) -> None:  # fmt: skip
+                 backend_options: Mapping[str, Any], skip_stages: Sequence[str] = ()) -> None:  # fmt: skip
         if cache_dir:
             os.environ["CUDAPERF_CACHE_DIR"] = cache_dir
         from cudaperf_env.backends import make_backend
 
-        self.evaluator = Evaluator(make_backend(backend, **backend_options), options)
+        stages = [s for s in STAGES if s.__name__ not in set(skip_stages)]
+        self.evaluator = Evaluator(make_backend(backend, **backend_options), options, stages=stages)
 
     def describe(self) -> tuple[str, bool, int]:
         """``(backend name, measures time, process id)``."""
@@ -93,13 +94,15 @@ class EvaluatorPool:
             safe: content-addressed, atomic writes, a lock around shared builds).
         init_kwargs: Passed to ``ray.init`` when the pool starts Ray (``num_cpus`` ...).
         backend_options: Passed to ``make_backend`` on each actor (``timeout_s`` ...).
+        skip_stages: Pipeline stages the actors leave out, by name (``("rank",)``: no ranker score).
     """
 
     def __init__(self, backend: str = "auto", num_actors: int | None = None, address: str | None = None,
                  options: EvalOptions | None = None, concurrency: int = 4, cpus_per_actor: float = 1.0,
                  timeout_s: float = 900.0, max_restarts: int = -1, cache_root: str | None = None,
                  private_caches: bool = True, init_kwargs: Mapping[str, Any] | None = None,
-                 backend_options: Mapping[str, Any] | None = None) -> None:  # fmt: skip
+                 backend_options: Mapping[str, Any] | None = None,
+                 skip_stages: Sequence[str] = ()) -> None:  # fmt: skip
         import ray
 
         if not ray.is_initialized():
@@ -123,7 +126,8 @@ class EvaluatorPool:
         self.timeout_s = timeout_s
         extra = dict(backend_options or {})
         folders = [os.path.join(root, f"actor-{i}") if private_caches else root for i in range(count)]
-        self.actors: list[Any] = [remote.remote(backend, options, folder, extra) for folder in folders]
+        skip = tuple(skip_stages)
+        self.actors: list[Any] = [remote.remote(backend, options, folder, extra, skip) for folder in folders]
         described = ray.get([a.describe.remote() for a in self.actors])
         self.backend = PoolBackend(described[0][0])
         self.measures_time = bool(described[0][1])

@@ -84,3 +84,22 @@ def test_a_submission_past_the_timeout_is_a_timeout_verdict_and_the_pool_goes_on
     finally:
         pool.timeout_s = 120
     assert pool.evaluate(saxpy, replies(saxpy)[0]).status == "ok"
+
+
+def test_agent_rollouts_grade_through_the_pool_and_stages_can_be_left_out(pool, saxpy):
+    import math
+
+    from agents.policies import ScriptedPolicy
+    from agents.rollout import RolloutConfig, rollouts
+
+    group = replies(saxpy)
+    records = rollouts(ScriptedPolicy(group), [saxpy], pool, RolloutConfig(turns=1, group=3))
+    assert [r.status for r in records] == ["ok", "wrong_answer", "format_error"]
+    assert math.isfinite(pool.evaluate(saxpy, group[0]).ranker_score)
+    unranked = EvaluatorPool("cpu", num_actors=1, concurrency=1, timeout_s=120, skip_stages=("rank",),
+                             cpus_per_actor=0, backend_options={"timeout_s": 30})  # fmt: skip  (the 2 CPUs are taken)
+    try:
+        e = unranked.evaluate(saxpy, group[0])
+        assert str(e.status) == "ok" and math.isnan(e.ranker_score)
+    finally:
+        unranked.close()
