@@ -5,6 +5,12 @@
  *           [--dev PATH]... [--sys] [--tmpfs-bytes N] [--rlimit NAME=N]... [--env NAME=VALUE]...
  *           -- PROGRAM ARGS...
  *
+ * After the privilege drop a seccomp filter refuses (EPERM) the system calls no compiler, runtime
+ * or CUDA driver needs and that reach past the sandbox or into rarely hardened kernel code
+ * (ptrace and cross-process memory, namespaces, mounts, modules, bpf, perf events, io_uring,
+ * userfaultfd, keyrings, clocks, ...); clone with namespace flags is refused, clone3 answers
+ * ENOSYS so the C library falls back to clone, whose flags the filter can read.
+ *
  * Set-up failures: "cudaperf-confine: ..." on stderr and exit status 125, before PROGRAM runs.
  * Built once per cache by toolchain/confine.py with the host C compiler (trusted source).
  */
@@ -13,6 +19,10 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,6 +33,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -220,6 +231,59 @@ static void init(int report) {
   }
 }
 
+
+#if defined(__x86_64__)
+#define AUDIT_ARCH_HERE AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define AUDIT_ARCH_HERE AUDIT_ARCH_AARCH64
+#endif
+
+#ifdef AUDIT_ARCH_HERE
+#define DENY(nr) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), \
+                 BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM)
+#define NS_FLAGS (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | \
+                  CLONE_NEWCGROUP)
+
+static void install_seccomp(void) {
+  struct sock_filter filter[] = {
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_HERE, 1, 0),
+    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),  /* another ABI's numbers: never ours */
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+#ifdef __x86_64__
+    BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 0, 1),  /* the x32 ABI under the same arch */
+    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+#endif
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone3, 0, 1),
+    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 4),
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),  /* flags (low word) */
+    BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, NS_FLAGS, 0, 1),
+    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    DENY(__NR_ptrace), DENY(__NR_process_vm_readv), DENY(__NR_process_vm_writev),
+    DENY(__NR_unshare), DENY(__NR_setns), DENY(__NR_mount), DENY(__NR_umount2), DENY(__NR_pivot_root),
+    DENY(__NR_chroot), DENY(__NR_init_module), DENY(__NR_finit_module), DENY(__NR_delete_module),
+    DENY(__NR_kexec_load), DENY(__NR_kexec_file_load), DENY(__NR_reboot), DENY(__NR_swapon),
+    DENY(__NR_swapoff), DENY(__NR_bpf), DENY(__NR_perf_event_open), DENY(__NR_userfaultfd),
+    DENY(__NR_keyctl), DENY(__NR_add_key), DENY(__NR_request_key), DENY(__NR_io_uring_setup),
+    DENY(__NR_io_uring_enter), DENY(__NR_io_uring_register), DENY(__NR_open_by_handle_at),
+    DENY(__NR_name_to_handle_at), DENY(__NR_quotactl), DENY(__NR_acct), DENY(__NR_settimeofday),
+    DENY(__NR_clock_settime), DENY(__NR_clock_adjtime), DENY(__NR_adjtimex), DENY(__NR_syslog),
+    DENY(__NR_vhangup), DENY(__NR_fsopen), DENY(__NR_fsmount), DENY(__NR_move_mount), DENY(__NR_open_tree),
+#ifdef __x86_64__
+    DENY(__NR_iopl), DENY(__NR_ioperm),
+#endif
+    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  struct sock_fprog program = {(unsigned short)(sizeof(filter) / sizeof(filter[0])), filter};
+  if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program, 0, 0) != 0 && errno != EINVAL)
+    die("seccomp", "");  /* EINVAL: a kernel without seccomp filters; the rest of the sandbox stands */
+}
+#else
+static void install_seccomp(void) {}  /* no filter for this architecture yet */
+#endif
+
 static void drop(void) {
   for (int i = 0; i < n_limits; ++i) {
     struct rlimit rl = {(rlim_t)limits[i].value, (rlim_t)limits[i].value};
@@ -230,6 +294,7 @@ static void drop(void) {
       die("drop privileges to", "");
   }
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) die("prctl", "(no_new_privs)");
+  install_seccomp();
 }
 
 int main(int argc, char **argv) {

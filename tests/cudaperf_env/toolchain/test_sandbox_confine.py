@@ -90,3 +90,52 @@ def test_the_limits_fallback_keeps_the_user_and_sets_the_limits(launcher, monkey
         shutil.rmtree(folder, ignore_errors=True)
     assert wrapped.uid is None and done.returncode == 0 and done.stdout.split()[0] == str(os.getuid())
     assert " 64 " in done.stdout
+
+
+PROBE = r"""
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static void *nothing(void *arg) { return arg; }
+static void report(const char *what, long rc) {
+  const char *err = errno == EPERM ? "EPERM" : errno == ENOSYS ? "ENOSYS" : "other";
+  printf("%s=%s\n", what, rc == -1 ? err : "ok");
+}
+int main(int argc, char **argv) {
+  (void)argv;
+  if (argc == 1) {  /* with an argument: threads and processes only (unconfined, ptrace would stop us) */
+    report("ptrace", ptrace(PTRACE_TRACEME, 0, 0, 0));
+    report("unshare", unshare(CLONE_NEWUSER));
+    report("clone3", syscall(SYS_clone3, 0, 0));
+    report("perf", syscall(SYS_perf_event_open, 0, 0, -1, -1, 0));
+  }
+  pthread_t t;
+  report("thread", pthread_create(&t, 0, nothing, 0) == 0 ? pthread_join(t, 0) : -1);
+  pid_t pid = fork();
+  if (pid == 0) _exit(0);
+  int status = 0;
+  report("fork", pid > 0 && waitpid(pid, &status, 0) == pid ? 0 : -1);
+  return 0;
+}
+"""
+
+
+@needs_namespaces
+def test_the_c_launcher_refuses_system_calls_that_reach_past_the_sandbox(tmp_path):
+    if confine.launcher_binary() is None or not shutil.which("gcc"):
+        pytest.skip("no C compiler to build the launcher and the probe")
+    (tmp_path / "probe.c").write_text(PROBE)
+    subprocess.run(["gcc", "-O1", "-pthread", "-o", str(tmp_path / "probe"), str(tmp_path / "probe.c")], check=True)
+    outside = subprocess.run([str(tmp_path / "probe"), "safe"], capture_output=True, text=True, timeout=30).stdout
+    assert "thread=ok" in outside and "fork=ok" in outside
+    done, _ = run([str(tmp_path / "probe")], tmp_path)
+    assert done.returncode == 0, done.stderr
+    seen = dict(line.split("=") for line in done.stdout.split())
+    assert seen == {"ptrace": "EPERM", "unshare": "EPERM", "clone3": "ENOSYS", "perf": "EPERM",
+                    "thread": "ok", "fork": "ok"}  # fmt: skip  (threads and processes still work: clone)
