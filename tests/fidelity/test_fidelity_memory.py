@@ -113,3 +113,39 @@ def test_outputs_copied_from_the_host_get_no_credit_on_the_cpu_backend():
 
     e = Evaluator(CpuBackend()).evaluate(SUM, HOST_DID_THE_WORK, seed=1)
     assert e.status == "runtime_error" and "outputs must be computed by kernels" in e.message, e.message
+
+
+# The same work hidden behind a launch that changes nothing, directly or through device memory filled from the host.
+HOST_WORK_BEHIND_A_LAUNCH = {
+    "copy_then_idle_launch": HOST_DID_THE_WORK.replace(
+        "  touch<<<1, 1>>>(out);\n  cudaMemcpy(out, &f, sizeof f, cudaMemcpyHostToDevice);\n",
+        "  cudaMemcpy(out, &f, sizeof f, cudaMemcpyHostToDevice);\n  touch<<<1, 1>>>(out);\n"),
+    "through_device_scratch": HOST_DID_THE_WORK.replace(
+        "  touch<<<1, 1>>>(out);\n  cudaMemcpy(out, &f, sizeof f, cudaMemcpyHostToDevice);\n",
+        "  float* d; cudaMalloc(&d, sizeof f);\n  cudaMemcpy(d, &f, sizeof f, cudaMemcpyHostToDevice);\n"
+        "  cudaMemcpy(out, d, sizeof f, cudaMemcpyDeviceToDevice);\n  touch<<<1, 1>>>(out);\n  cudaFree(d);\n"),
+}
+# Honest: the host reads a device value, initialises the output, and a kernel updates it.
+HOST_INIT_THEN_KERNEL = KERNEL + (
+    'extern "C" void sum(int n, const float* x, float* out) {\n'
+    "  float first = 0.0f;\n  cudaMemcpy(&first, x, sizeof first, cudaMemcpyDeviceToHost);\n"
+    "  float zero = first - first;\n  cudaMemcpy(out, &zero, sizeof zero, cudaMemcpyHostToDevice);\n"
+    "  k<<<(n + 255) / 256, 256>>>(n, x, out);\n}\n"
+)
+
+
+@pytest.mark.parametrize("name", sorted(HOST_WORK_BEHIND_A_LAUNCH))
+def test_host_work_behind_a_launch_that_changes_nothing_gets_no_credit(name):
+    from cudaperf_env.backends.cpu.backend import CpuBackend
+    from cudaperf_env.evaluate import Evaluator
+
+    e = Evaluator(CpuBackend()).evaluate(SUM, HOST_WORK_BEHIND_A_LAUNCH[name], seed=1)
+    assert e.status == "runtime_error" and "after reading device memory" in e.message, e.message
+
+
+def test_an_output_initialised_from_the_host_and_updated_by_kernels_is_correct():
+    from cudaperf_env.backends.cpu.backend import CpuBackend
+    from cudaperf_env.evaluate import Evaluator
+
+    e = Evaluator(CpuBackend()).evaluate(SUM, HOST_INIT_THEN_KERNEL, seed=1)
+    assert e.correct, (e.status, e.message)

@@ -8,6 +8,13 @@
 // launches and the runtime's copy functions (cudaMemcpy*, cudaMemset*, cudaMemcpyToSymbol, ...),
 // which open the regions for their duration (DeviceDoor). A host access faults, and the fault
 // handler reports it as host code touching device memory.
+//
+// The copies themselves are where host code can still do the kernels' work: read the inputs back
+// (device to host), compute the answer, and copy it into an output. Two rules refuse that
+// (fatal kind host_output): a host-to-device copy into an entry buffer with no launch after it;
+// and, once host code has read device memory, any bytes it copied into an entry buffer (directly,
+// or through device memory it filled from the host) that no kernel changed by the time the entry
+// returns, which a launch of a kernel that does nothing cannot hide.
 #pragma once
 
 namespace cudaperf {
@@ -31,6 +38,26 @@ inline pthread_mutex_t g_device_mutex = PTHREAD_MUTEX_INITIALIZER;
 // The entry argument a host-to-device copy wrote last with no launch after it (-1: none).
 inline int g_host_wrote_arg = -1;
 
+// The host-copy ledger, while the entry runs after a device-to-host copy: what host code wrote
+// into entry buffers (to check at the end that kernels changed it) and what it copied to the
+// device anywhere (so a device-to-device copy of it into an entry buffer counts as a host write).
+struct HostWrite {
+  const char* dst;
+  size_t bytes;
+  uint64_t hash;
+  int arg;
+};
+struct HostPayload {
+  size_t bytes;
+  uint64_t hash;
+};
+constexpr unsigned kMaxHostCopies = 1024;
+inline HostWrite g_host_writes[kMaxHostCopies];
+inline unsigned g_host_write_count = 0;
+inline HostPayload g_host_payloads[kMaxHostCopies];
+inline unsigned g_host_payload_count = 0;
+inline bool g_host_read_device = false;  // a device-to-host copy happened in this entry
+
 inline bool host_protected() { return g_host_depth > 0 && g_door_depth == 0; }
 constexpr int kExitHostOutput = 77;
 
@@ -46,6 +73,8 @@ CUDAPERF_COLD CUDAPERF_LINKED void host_scope_enter();
 CUDAPERF_COLD CUDAPERF_LINKED void host_scope_leave();
 CUDAPERF_COLD CUDAPERF_LINKED void door_open();
 [[noreturn]] CUDAPERF_COLD CUDAPERF_LINKED void host_wrote_argument(int arg);
+CUDAPERF_COLD CUDAPERF_LINKED void note_host_copy(void* dst, const void* src, size_t bytes, bool from_host,
+                                                  bool to_host);
 CUDAPERF_COLD CUDAPERF_LINKED void door_close();
 #else
 CUDAPERF_COLD CUDAPERF_LINKED void protect_device_regions(bool closed) {
@@ -127,9 +156,69 @@ CUDAPERF_COLD CUDAPERF_LINKED void add_harness_mapping(const void* p, int arg) {
   fatal_exit_flush("host_output", kExitHostOutput, m);
 }
 
+
+CUDAPERF_COLD CUDAPERF_LINKED uint64_t bytes_hash(const void* p, size_t n) {  // FNV-1a, 64 bits
+  const unsigned char* c = static_cast<const unsigned char*>(p);
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; ++i) h = (h ^ c[i]) * 1099511628211ull;
+  return h;
+}
+
+[[noreturn]] CUDAPERF_COLD CUDAPERF_LINKED void host_copies_overflow() {
+  Line m;
+  m.str("more than ").num(kMaxHostCopies).str(" host-to-device copies after host code read device memory: ");
+  m.str("outputs must be computed by kernels, not on the host");
+  fatal_exit_flush("host_output", kExitHostOutput, m);
+}
+
+// Called by the copy functions while the entry runs (device memory open). from_host: the source
+// is host memory; to_host: the destination is.
+CUDAPERF_COLD CUDAPERF_LINKED void note_host_copy(void* dst, const void* src, size_t bytes, bool from_host,
+                                                  bool to_host) {
+  MutexLock lock(&g_device_mutex);
+  if (to_host && !from_host) {
+    g_host_read_device = true;
+    return;
+  }
+  if (!g_host_read_device || to_host) return;
+  uint64_t hash = bytes_hash(src, bytes);
+  bool host_data = from_host;
+  for (unsigned i = 0; !host_data && i < g_host_payload_count; ++i)
+    host_data = g_host_payloads[i].bytes == bytes && g_host_payloads[i].hash == hash;
+  if (!host_data) return;
+  if (from_host) {
+    if (g_host_payload_count >= kMaxHostCopies) host_copies_overflow();
+    g_host_payloads[g_host_payload_count++] = {bytes, hash};
+  }
+  const DeviceRegion* r = device_region_of(dst);
+  if (r == nullptr || !r->harness) return;
+  if (g_host_write_count >= kMaxHostCopies) host_copies_overflow();
+  g_host_writes[g_host_write_count++] = {static_cast<const char*>(dst), bytes, hash, r->arg};
+}
+
+// At the entry's end (device memory open): host-written bytes that no kernel changed.
+[[noreturn]] CUDAPERF_COLD CUDAPERF_LINKED void host_output_unchanged(const HostWrite& w) {
+  Line m;
+  m.str("argument #").num(w.arg).str(" of the entry still holds the ").num(static_cast<long long>(w.bytes));
+  m.str(" bytes the host copied into it after reading device memory (kernels launched after it did not ");
+  m.str("change them): outputs must be computed by kernels, not on the host");
+  fatal_exit_flush("host_output", kExitHostOutput, m);
+}
+
+CUDAPERF_COLD CUDAPERF_LINKED void check_host_writes() {
+  for (unsigned i = 0; i < g_host_write_count; ++i) {
+    const HostWrite& w = g_host_writes[i];
+    if (bytes_hash(w.dst, w.bytes) == w.hash) host_output_unchanged(w);
+  }
+}
+
 CUDAPERF_COLD CUDAPERF_LINKED void host_scope_enter() {
   MutexLock lock(&g_device_mutex);
-  if (g_host_depth == 0) g_host_wrote_arg = -1;
+  if (g_host_depth == 0) {
+    g_host_wrote_arg = -1;
+    g_host_write_count = g_host_payload_count = 0;
+    g_host_read_device = false;
+  }
   if (g_host_depth++ == 0 && g_door_depth == 0) protect_device_regions(true);
 }
 
@@ -140,6 +229,8 @@ CUDAPERF_COLD CUDAPERF_LINKED void host_scope_leave() {
   g_host_wrote_arg = -1;
   if (wrote >= 0) host_wrote_argument(wrote);
   protect_device_regions(false);
+  check_host_writes();
+  g_host_write_count = g_host_payload_count = 0;
   for (unsigned i = 0; i < g_device_region_count;) {  // the harness's buffers are its own again
     if (g_device_regions[i].harness) {
       g_device_regions[i] = g_device_regions[--g_device_region_count];

@@ -391,14 +391,18 @@ inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemc
   if (bytes == 0) return cudaSuccess;
   if (dst == nullptr || src == nullptr)
     return ::cudaperf::detail::record_error(cudaErrorInvalidValue);
-  if (::cudaperf::detail::g_host_depth > 0 &&
-      (kind == cudaMemcpyHostToDevice ||
-       (kind == cudaMemcpyDefault && !::cudaperf::detail::in_device_region(src)))) {
+  bool in_entry = ::cudaperf::detail::g_host_depth > 0;
+  bool from_host = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyHostToHost ||
+                   (kind == cudaMemcpyDefault && !::cudaperf::detail::in_device_region(src));
+  bool to_host = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyHostToHost ||
+                 (kind == cudaMemcpyDefault && !::cudaperf::detail::in_device_region(dst));
+  if (in_entry && from_host && !to_host) {
     const ::cudaperf::detail::DeviceRegion* r = ::cudaperf::detail::device_region_of(dst);
     if (r != nullptr && r->harness) ::cudaperf::detail::g_host_wrote_arg = r->arg;
   }
   ::cudaperf::detail::DeviceDoor door;
   std::memmove(dst, src, bytes);
+  if (in_entry) ::cudaperf::detail::note_host_copy(dst, src, bytes, from_host, to_host);
   return cudaSuccess;
 }
 inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
