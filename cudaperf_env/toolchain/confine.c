@@ -2,7 +2,7 @@
  * child sees), without an interpreter start, so confinement costs milliseconds per process.
  *
  *   confine [--mode root|user|limits] [--uid N --gid N] [--cwd DIR] [--ro PATH]... [--rw PATH]...
- *           [--dev PATH]... [--sys] [--tmpfs-bytes N] [--rlimit NAME=N]... [--env NAME=VALUE]...
+ *           [--dev PATH]... [--sys] [--no-seccomp] [--tmpfs-bytes N] [--rlimit NAME=N]... [--env NAME=VALUE]...
  *           -- PROGRAM ARGS...
  *
  * After the privilege drop a seccomp filter refuses (EPERM) the system calls no compiler, runtime
@@ -41,7 +41,7 @@
 #define ROOT "/tmp/.cudaperf-root"
 
 static const char *ro[MAX_PATHS], *rw[MAX_PATHS], *dev[MAX_PATHS];
-static int n_ro, n_rw, n_dev, show_sys;
+static int n_ro, n_rw, n_dev, show_sys, no_seccomp;
 static const char *mode = "root", *cwd = "/";
 static long uid = -1, gid = -1;
 static long long tmpfs_bytes = 64LL << 20;
@@ -68,6 +68,7 @@ static int parse(int argc, char **argv) {
   for (; i < argc && strcmp(argv[i], "--") != 0; ++i) {
     const char *flag = argv[i], *value = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(flag, "--sys") == 0) { show_sys = 1; continue; }
+    if (strcmp(flag, "--no-seccomp") == 0) { no_seccomp = 1; continue; }
     if (value == NULL) { errno = EINVAL; die("missing value for", flag); }
     ++i;
     if (strcmp(flag, "--mode") == 0) mode = value;
@@ -294,7 +295,7 @@ static void drop(void) {
       die("drop privileges to", "");
   }
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) die("prctl", "(no_new_privs)");
-  install_seccomp();
+  if (!no_seccomp) install_seccomp();
 }
 
 int main(int argc, char **argv) {

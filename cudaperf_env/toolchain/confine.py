@@ -30,6 +30,8 @@ from typing import Any
 
 LAUNCHER = Path(__file__).with_name("confine_exec.py")
 LAUNCHER_SOURCE = Path(__file__).with_name("confine.c")
+SECCOMP_ENV = "CUDAPERF_SECCOMP"
+"""``off`` leaves out the C launcher's seccomp filter (to rule it out when a toolchain or driver misbehaves)."""
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 # Random user ids come from here: far above any account, one per confined process
 # tree, so that a process limit and file ownership are that evaluation's alone.
@@ -184,6 +186,8 @@ def launch_command(spec: dict[str, Any], argv: Sequence[str]) -> list[str]:
             command += [flag, str(path)]
     if spec.get("sys"):
         command.append("--sys")
+    if os.environ.get(SECCOMP_ENV, "").lower() == "off":
+        command.append("--no-seccomp")
     command += [arg for name, value in spec.get("rlimits", {}).items() for arg in ("--rlimit", f"{name}={value}")]
     command += [arg for name, value in spec.get("env", {}).items() for arg in ("--env", f"{name}={value}")]
     return [*command, "--", *argv]

@@ -139,3 +139,12 @@ def test_the_c_launcher_refuses_system_calls_that_reach_past_the_sandbox(tmp_pat
     seen = dict(line.split("=") for line in done.stdout.split())
     assert seen == {"ptrace": "EPERM", "unshare": "EPERM", "clone3": "ENOSYS", "perf": "EPERM",
                     "thread": "ok", "fork": "ok"}  # fmt: skip  (threads and processes still work: clone)
+
+
+def test_the_seccomp_filter_can_be_left_out(monkeypatch):
+    spec = {"mode": "limits", "cwd": "/", "ro": [], "rw": [], "rlimits": {}, "env": {}}
+    if confine.launcher_binary() is None:
+        pytest.skip("no C compiler to build the launcher")
+    assert "--no-seccomp" not in confine.launch_command(spec, ["/bin/true"])
+    monkeypatch.setenv(confine.SECCOMP_ENV, "off")
+    assert "--no-seccomp" in confine.launch_command(spec, ["/bin/true"])
