@@ -10,6 +10,13 @@ RNG states) are written every ``save_every`` steps; rerunning the same command
 resumes from the latest one.
 
 Run: ``python -m agents.sft --out runs/sft --steps 600`` (GPU: ``--device cuda``).
+On a machine lent for a few minutes at a time whose disk does not outlive the
+call, add ``--max-minutes M`` (the run ends with a checkpoint) and bring the
+highest ``checkpoint-<step>`` folder (by step number, not by name) back into
+``--out`` for the next call. Measured on one H200 (2026-12-02): SmolLM2-135M,
+LoRA r=8 on every linear layer, batch 8: about 0.33 s per step after a minute of
+loading (dataset, tokenisation, GGUF dequantisation), loss 0.88 at step 100,
+0.04 at step 800.
 """
 
 from __future__ import annotations
