@@ -56,7 +56,7 @@ class TorchReference:
                 process it started, and a later request starts a fresh one).
         """
         self._requests += 1
-        path = workdir / f"torch-{self._requests}.json"
+        path = workdir / f"torch-ask-{id(self):x}-{self._requests}.json"  # apart from another process's files
         path.write_text(json.dumps(request), encoding="utf-8")
         return self._ask(str(path), timeout_s)
 

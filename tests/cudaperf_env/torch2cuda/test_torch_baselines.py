@@ -96,3 +96,17 @@ def test_a_slow_stop_bound_moves_to_eager():
 def test_cuda_agent_milestone_three_needs_beating_torch_compile(speedup, vs_compile, vs_best, milestone):
     outcome = Outcome("ok", True, True, speedup, speedup_vs_best=vs_best, speedup_vs_compile=vs_compile)
     assert compute_reward(outcome, RewardConfig(preset="cuda_agent")).total == milestone
+
+
+def test_feedback_says_the_speedup_is_over_eager_and_how_compile_went():
+    from cudaperf_env.evaluate import Evaluation
+    from cudaperf_env.feedback import feedback
+    from cudaperf_env.status import Status
+
+    timed = dict(status=Status.OK, message="", backend="cuda", correct=True, compiled=True, speedup=0.5,
+                 speedup_lcb=0.45, runtime_ms=2.0, baseline_ms=1.0, baseline="pytorch_eager")  # fmt: skip
+    text = feedback(TASK, Evaluation(**timed, speedup_vs_compile=0.25, compile_ms=0.5))
+    assert "1 ms for the PyTorch reference run eagerly on the same GPU: speedup 0.50x" in text
+    assert "Against torch.compile of the reference (0.5 ms): 0.25x." in text
+    text = feedback(TASK, Evaluation(**timed, compile_error="torch.compile failed: boom"))
+    assert "No torch.compile baseline (torch.compile failed: boom): compared with eager only." in text
