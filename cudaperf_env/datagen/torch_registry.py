@@ -11,6 +11,7 @@ import numpy as np
 import yaml
 
 from cudaperf_env.datagen.families import (
+    torch_bmm,
     torch_groupwise,
     torch_index,
     torch_linear,
@@ -37,6 +38,7 @@ TORCH_FAMILIES: Mapping[str, Generator] = MappingProxyType(
         "conv": torch_spatial.conv,
         "gather": torch_index.gather,
         "scatter_add": torch_index.scatter_add,
+        "bmm": torch_bmm.bmm,
     }
 )
 STARTER_DIR = Path(__file__).resolve().parents[1] / "tasks" / "data" / "torch2cuda"
@@ -62,6 +64,7 @@ STARTERS: tuple[tuple[str, str, int], ...] = (
     ("conv2d_k5", "conv", 4),
     ("index_select", "gather", 1),
     ("scatter_add", "scatter_add", 1),
+    ("bmm_bias_hardsigmoid", "bmm", 1),
 )
 
 

@@ -19,6 +19,7 @@ headline ``speedup``) and over the compiled model (``speedup_vs_compile``).
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -99,7 +100,8 @@ class TorchBaselines:
                                 for values in [task_inputs(task, config, PERF_SEED + k)] for n in names}  # fmt: skip
         np.savez(arrays, **sets)
         request = {
-            "source": task.reference_source, "key": f"{task.id}:{index}", "device": self.device,
+            "source": task.reference_source, "device": self.device,
+            "key": f"{task.id}:{index}:{hashlib.sha256(task.reference_source.encode()).hexdigest()[:16]}",
             "inputs": list(binding.inputs), "parameters": dict(binding.parameters),
             "init": list(binding.init_values(config)), "arrays": str(arrays), "sets": opts.input_sets,
             "shapes": {a.name: [int(evaluate(d, config)) for d in a.shape] for a in task.args if a.is_buffer},

@@ -12,7 +12,7 @@ from cudaperf_env.evaluate import Evaluator
 from cudaperf_env.tasks import Task, load_tasks
 
 TASKS = load_tasks(kind="torch2cuda")
-# Every implementation of the first twelve starters; the later families' starters (8 more) judge their
+# Every implementation of the first twelve starters; the later families' starters (one each) judge their
 # baseline here, to keep CI's time: every implementation of every generated task of every family is
 # judged on the CPU backend by the dataset build's verification (`cudaperf dataset build`).
 EVERY_IMPLEMENTATION = {f"torch2cuda/{name}" for name, _, _ in STARTERS[:12]}
