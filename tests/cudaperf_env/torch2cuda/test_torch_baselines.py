@@ -110,3 +110,31 @@ def test_feedback_says_the_speedup_is_over_eager_and_how_compile_went():
     assert "Against torch.compile of the reference (0.5 ms): 0.25x." in text
     text = feedback(TASK, Evaluation(**timed, compile_error="torch.compile failed: boom"))
     assert "No torch.compile baseline (torch.compile failed: boom): compared with eager only." in text
+
+
+def test_the_cuda_backend_turns_its_timing_into_speedups_over_eager(monkeypatch, tmp_path):
+    """The backend's wiring, where no GPU is: its interleaved timing faked, the eager baseline real (CPU torch)."""
+    from pathlib import Path
+
+    from cudaperf_env.backends.base import Build
+    from cudaperf_env.backends.cuda.backend import CudaBackend
+    from cudaperf_env.backends.sandbox import WorkerProcess
+
+    task = replace(TASK, perf_configs=(TASK.configs[0],))  # a CPU-sized timing configuration
+    pair = SpeedupEstimate(2.0, 4.0, 2.0, 1.8, 20)  # candidate 2 ms, the baseline implementation 4 ms
+    monkeypatch.setattr(CudaBackend, "build", lambda self, task, code, cancel=None: Build(True, Path("lib.so")))
+    monkeypatch.setattr(CudaBackend, "_time", lambda self, task, baseline, worker, paired=True:
+                        Timing(pair, per_config=(pair,)))  # fmt: skip
+    backend = CudaBackend(timing=QUICK, pytorch=TorchBaselines("cpu", compile=False))
+    try:
+        timing = backend.time(task, Build(True, Path("candidate.so")), 0, tmp_path, object.__new__(WorkerProcess))
+    finally:
+        backend.pytorch.close()
+    assert timing.baseline == "pytorch_eager" and timing.speedup_vs_impl == 2.0
+    assert timing.estimate.baseline_ms == timing.eager_ms[0] > 0
+    assert timing.estimate.speedup == pytest.approx(timing.eager_ms[0] / 2.0)
+    assert math.isnan(timing.speedup_vs_compile) and timing.compile_error == ""  # compile off: no fallback
+    off = CudaBackend(timing=QUICK, torch_baselines=False)
+    assert off.pytorch is None
+    assert off.time(task, Build(True, Path("candidate.so")), 0, tmp_path, object.__new__(WorkerProcess)).baseline \
+        == "implementation"  # fmt: skip
