@@ -24,10 +24,12 @@ class CudaPerfEnv(gym.Env[str, str]):
     """Write a fast, correct CUDA kernel for a task, refining it over several turns.
 
     ## Description
-    Each episode is one task (a C function to port to CUDA). The agent submits
-    CUDA C++ source; the environment compiles it with nvcc, runs it on every
-    configuration in a sandboxed process, compares with the C reference and (on
-    a GPU) times it against the task's baseline implementation.
+    Each episode is one task (a C function, or with ``kind="torch2cuda"`` a PyTorch
+    ``Model``, to port to CUDA). The agent submits CUDA C++ source; the environment
+    compiles it with nvcc, runs it on every configuration in a sandboxed process,
+    compares with the reference and (on a GPU) times it against the task's baseline
+    implementation; a PyTorch task's speedup is over its reference run eagerly, with
+    ``speedup_vs_compile`` over ``torch.compile`` beside it (``docs/torch2cuda.md``).
 
     ## Action Space
     ``Text``: the agent's reply. The source is taken from its last ```cuda fenced
