@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from cudaperf_env.datagen.families.torch_rowwise import _BLOCK_REDUCE, _COMBINE, _WARP_REDUCE, Pass
+from cudaperf_env.datagen.families.torch_rowwise import BLOCK_REDUCE, COMBINE, WARP_REDUCE, Pass
 
 Index = Callable[[str], str]  # j (a C expression) -> the flat offset of element j of group g
 
@@ -64,7 +64,7 @@ def grouped_kernels(program: GroupProgram, grouping: Grouping, sig: str, call: s
 
     serial, block, warp = [], [], []
     for p, after in program.passes:
-        ident, _ = _COMBINE[p.op]
+        ident, _ = COMBINE[p.op]
         body = f"{{ {load('j')} {p.var} = combine_{p.op}({p.var}, {p.elem}); }}"
         serial.append(f"  float {p.var} = {ident};\n  for (long long j = 0; j < n; ++j) {body}\n  {after}\n")
         strided = f"  float {p.var} = {ident};\n  for (long long j = LANE; j < n; j += STEP) {body}\n"
@@ -80,7 +80,7 @@ def grouped_kernels(program: GroupProgram, grouping: Grouping, sig: str, call: s
                 f"y[{grouping.at('j')}] = {program.out}; }}\n")
 
     combines = "".join(f"__device__ __forceinline__ float combine_{op}(float a, float b) {{ return {c}; }}\n"
-                       for op, (_, c) in _COMBINE.items())  # fmt: skip
+                       for op, (_, c) in COMBINE.items())  # fmt: skip
     head = f"{head}{combines}"
     groups, size = grouping.groups, grouping.size
     thread = (f"{head}\n__global__ void group_kernel({sig}) {{\n  long long g = (long long)blockIdx.x * blockDim.x"
@@ -88,11 +88,11 @@ def grouped_kernels(program: GroupProgram, grouping: Grouping, sig: str, call: s
               f"{''.join(serial)}{write('0', '1', '')}}}\n\n"
               f"extern \"C\" void forward({sig}) {{\n  long long groups = {groups};\n"
               f"  group_kernel<<<(unsigned)((groups + 127) / 128), 128>>>({call});\n}}\n")
-    blocked = (f"{head}{_BLOCK_REDUCE}\n__global__ void group_kernel({sig}) {{\n  __shared__ float shared[256];\n"
+    blocked = (f"{head}{BLOCK_REDUCE}\n__global__ void group_kernel({sig}) {{\n  __shared__ float shared[256];\n"
                f"  long long g = blockIdx.x;\n  long long n = {size};\n{''.join(block)}"
                f"{write('threadIdx.x', 'blockDim.x', 'if (threadIdx.x == 0) ')}}}\n\n"
                f"extern \"C\" void forward({sig}) {{\n  group_kernel<<<(unsigned)({groups}), 256>>>({call});\n}}\n")
-    warped = (f"{head}{_WARP_REDUCE}\n__global__ void group_kernel({sig}) {{\n  int lane = threadIdx.x & 31;\n"
+    warped = (f"{head}{WARP_REDUCE}\n__global__ void group_kernel({sig}) {{\n  int lane = threadIdx.x & 31;\n"
               f"  long long g = (long long)blockIdx.x * 8 + (threadIdx.x >> 5);\n"
               f"  if (g >= (long long)({groups})) return;  // whole warps leave together: shuffles stay full-warp\n"
               f"  long long n = {size};\n{''.join(warp)}{write('lane', '32', 'if (lane == 0) ')}}}\n\n"

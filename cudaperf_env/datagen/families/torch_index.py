@@ -16,7 +16,7 @@ import numpy as np
 
 from cudaperf_env.datagen.families.common import buffer, fill, impl, pick, scalar
 from cudaperf_env.datagen.families.torch_common import chain, module_source, pipeline, torch_task
-from cudaperf_env.datagen.families.torch_spatial import _FOUR, _GRID, _NAIVE
+from cudaperf_env.datagen.families.torch_spatial import FOUR_PER_THREAD, GRID_STRIDE, ONE_PER_THREAD
 
 NORMAL = {"dist": "normal", "mean": 0, "std": 1.0}
 TOL = {"rtol": 1.0e-4, "atol": 1.0e-5}
@@ -62,9 +62,9 @@ def gather(rng: np.random.Generator, variant: int) -> dict[str, Any]:
         + "y, batch, dim, k"  # fmt: skip
     head = pre.device_function("pre") + post.device_function("post")
     kw = {"sig": sig, "kargs": kargs, "total": total, "at": f"post(pre({value}))"}
-    impls = [impl("naive", ["thread-per-output"], head + fill(_NAIVE, **kw)),
-             impl("grid_stride", ["grid-stride", "coalesced"], head + fill(_GRID, **kw)),
-             impl("four_per_thread", ["multi-output-per-thread", "loop-unrolling"], head + fill(_FOUR, **kw))]
+    impls = [impl("naive", ["thread-per-output"], head + fill(ONE_PER_THREAD, **kw)),
+             impl("grid_stride", ["grid-stride", "coalesced"], head + fill(GRID_STRIDE, **kw)),
+             impl("four_per_thread", ["multi-output-per-thread", "loop-unrolling"], head + fill(FOUR_PER_THREAD, **kw))]
     index = buffer("idx", "in", "int32", idx_shape, {"dist": "randint", "low": 0, "high": idx_high})
     table = buffer(x_name, "in", "float32", x_shape, NORMAL)
     return torch_task(

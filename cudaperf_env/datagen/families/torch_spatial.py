@@ -59,9 +59,10 @@ def pooling(rng: np.random.Generator, variant: int) -> dict[str, Any]:
     kw = {"sizes": w["sizes"], "args": w["args"], "at": f"pool_at(x, o, {w['args']})",
           "sig": f"const float* x, float* y, {w['sizes']}", "kargs": f"x, y, {w['args']}",
           "total": f"(long long)batch * channels * spatial_outs({w['args']})"}
-    impls = [impl("naive", ["thread-per-output"], device + fill(_NAIVE, **kw)),
-             impl("grid_stride", ["grid-stride", "coalesced"], device + fill(_GRID, **kw)),
-             impl("four_per_thread", ["multi-output-per-thread", "loop-unrolling"], device + fill(_FOUR, **kw))]
+    impls = [impl("naive", ["thread-per-output"], device + fill(ONE_PER_THREAD, **kw)),
+             impl("grid_stride", ["grid-stride", "coalesced"], device + fill(GRID_STRIDE, **kw)),
+             impl("four_per_thread", ["multi-output-per-thread", "loop-unrolling"],
+                  device + fill(FOUR_PER_THREAD, **kw))]
     return _spatial_task("pooling", f"y = {words} (left to right) of a [N, C, {', '.join(spatial)}] float32 "
                          "tensor.", source, dims, [], out, impls, {"rtol": 1.0e-4, "atol": 1.0e-5})
 
@@ -108,9 +109,9 @@ def conv(rng: np.random.Generator, variant: int) -> dict[str, Any]:
           "sig": f"const float* x, {params_sig}float* y, {w['sizes']}", "bias": b,
           "kargs": f"x, weight, {'bias, ' if bias else ''}y, {w['args']}",
           "total": f"(long long)batch * CO * spatial_outs({w['args']})"}
-    impls = [impl("naive", ["thread-per-output"], device + fill(_NAIVE, **kw)),
-             impl("grid_stride", ["grid-stride", "coalesced"], device + fill(_GRID, **kw)),
-             impl("shared_filter", ["shared-memory", "block-per-output-channel"], device + fill(_SHARED, **kw))]
+    impls = [impl("naive", ["thread-per-output"], device + fill(ONE_PER_THREAD, **kw)),
+             impl("grid_stride", ["grid-stride", "coalesced"], device + fill(GRID_STRIDE, **kw)),
+             impl("shared_filter", ["shared-memory", "block-per-output-channel"], device + fill(SHARED_FILTER, **kw))]
     return _spatial_task("conv", f"y = {words} (left to right) of x [N, C, {', '.join(spatial)}] with the "
                          f"layer's weight [{co}, C, {', '.join([str(k)] * dims)}]"
                          f"{f' and bias [{co}]' if bias else ''}.", source, dims, params, out, impls,
@@ -156,7 +157,7 @@ def _spatial_task(family: str, description: str, source: str, dims: int, params:
     )
 
 
-_NAIVE = """
+ONE_PER_THREAD = """
 __global__ void window_kernel($sig) {
   long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (o < $total) y[o] = $at;
@@ -167,7 +168,7 @@ extern "C" void forward($sig) {
   window_kernel<<<(unsigned)((total + 255) / 256), 256>>>($kargs);
 }
 """
-_GRID = """
+GRID_STRIDE = """
 __global__ void window_kernel($sig) {
   long long total = $total;
   long long step = (long long)gridDim.x * blockDim.x;
@@ -179,7 +180,7 @@ extern "C" void forward($sig) {
   window_kernel<<<(unsigned)(blocks < 1024 ? blocks : 1024), 256>>>($kargs);
 }
 """
-_FOUR = """
+FOUR_PER_THREAD = """
 // Each block covers 4 * 256 consecutive outputs; thread t takes t, t + 256, ... (coalesced stores).
 constexpr int THREADS = 256, ITEMS = 4;
 
@@ -198,7 +199,7 @@ extern "C" void forward($sig) {
   window_kernel<<<(unsigned)((total + THREADS * ITEMS - 1) / (THREADS * ITEMS)), THREADS>>>($kargs);
 }
 """
-_SHARED = """
+SHARED_FILTER = """
 // blockIdx.y = n * CO + co: the block's outputs share output channel co, whose filter it stages in shared memory.
 __global__ void window_kernel($sig) {
   extern __shared__ float filter[];
