@@ -101,7 +101,8 @@ def channel_norm(rng: np.random.Generator, variant: int) -> dict[str, Any]:
     sizes = ["batch", "channels", "length"]
     sig, call = signature(["x", *(["weight", "bias"] if affine else [])], sizes)
     head = pre.device_function("pre") + post.device_function("post")
-    impls = [impl(n, s, code) for n, s, code in grouped_kernels(program, grouping, sig, call, head)]
+    few = kind != "instance"  # a group per channel (or channel group): 256 groups of a million elements
+    impls = [impl(n, s, code) for n, s, code in grouped_kernels(program, grouping, sig, call, head, few)]
     statistics = {"batch": "every sample and position of a channel", "group": f"{groups} channel groups per sample",
                   "instance": "each channel of each sample"}[kind]  # fmt: skip
     return torch_task(
@@ -167,7 +168,8 @@ def loss(rng: np.random.Generator, variant: int) -> dict[str, Any]:
                                    if kind == "cross_entropy" else "torch.randn(batch_size, dim)"])  # fmt: skip
     sig, call = signature(floats, ["batch", "dim"], ints)
     head = pre.device_function("pre")
-    impls = [impl(n, s, code) for n, s, code in grouped_kernels(program, grouping, sig, call, head)]
+    few = grouping is everything  # one group: a single thread would walk every element
+    impls = [impl(n, s, code) for n, s, code in grouped_kernels(program, grouping, sig, call, head, few)]
     reduced = "averaged over each row, y [B]" if per_row else "averaged over every element, y [1]"
     return torch_task(
         name="loss", family="loss", description=f"y = {what} ({words}), {reduced}.", source=source,
