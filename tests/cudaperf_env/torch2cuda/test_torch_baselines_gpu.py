@@ -42,14 +42,15 @@ def _grade(grader, task_id, implementation):
     return task, info, turn
 
 
-@pytest.mark.parametrize("task_id", ["torch2cuda/softmax", "torch2cuda/linear_mish_relu"])
-def test_speedups_over_eager_and_compile_are_finite_and_plausible(grader, task_id):
-    task, info, turn = _grade(grader, task_id, TASKS[task_id].baseline)
+@pytest.mark.parametrize(("task_id", "implementation"),
+                         [("torch2cuda/softmax", "warp_per_row"), ("torch2cuda/linear_mish_relu", "tiled16")])
+def test_speedups_over_eager_and_compile_are_finite_and_plausible(grader, task_id, implementation):
+    task, info, turn = _grade(grader, task_id, implementation)
     assert info["status"] == "ok" and info["baseline"] == "pytorch_eager", turn.evaluation.message
     assert not info["compile_fallback"], turn.evaluation.compile_error
     assert math.isfinite(info["speedup"]) and 0.01 < info["speedup"] < 50
     assert math.isfinite(info["speedup_vs_compile"]) and 0.01 < info["speedup_vs_compile"] < 50
-    assert 0.8 < info["speedup_vs_impl"] < 1.25  # the baseline against itself
+    assert info["speedup_vs_impl"] > 1  # faster than the task's naive baseline implementation
     config = task.perf_configs[0]
     moved = sum(a.dtype.itemsize * math.prod(int(evaluate(d, config)) for d in a.shape)
                 for a in task.args if a.is_buffer)  # fmt: skip
