@@ -9,7 +9,7 @@ import gymnasium as gym
 from gymnasium import spaces
 
 from cudaperf_env.backends.base import Backend
-from cudaperf_env.dataset import load_dataset
+from cudaperf_env.dataset import data_file, load_dataset
 from cudaperf_env.errors import TaskNotFoundError
 from cudaperf_env.prompt import task_prompt, turn_prompt
 from cudaperf_env.tasks import Task, load_tasks
@@ -24,10 +24,12 @@ class CudaPerfEnv(gym.Env[str, str]):
     """Write a fast, correct CUDA kernel for a task, refining it over several turns.
 
     ## Description
-    Each episode is one task (a C function to port to CUDA). The agent submits
-    CUDA C++ source; the environment compiles it with nvcc, runs it on every
-    configuration in a sandboxed process, compares with the C reference and (on
-    a GPU) times it against the task's baseline implementation.
+    Each episode is one task (a C function, or with ``kind="torch2cuda"`` a PyTorch
+    ``Model``, to port to CUDA). The agent submits CUDA C++ source; the environment
+    compiles it with nvcc, runs it on every configuration in a sandboxed process,
+    compares with the reference and (on a GPU) times it against the task's baseline
+    implementation; a PyTorch task's speedup is over its reference run eagerly, with
+    ``speedup_vs_compile`` over ``torch.compile`` beside it (``docs/torch2cuda.md``).
 
     ## Action Space
     ``Text``: the agent's reply. The source is taken from its last ```cuda fenced
@@ -59,8 +61,9 @@ class CudaPerfEnv(gym.Env[str, str]):
     ## Arguments
     - ``task_dir``: directory of task files (default: the bundled tasks).
     - ``kind``: ``c2cuda`` or ``torch2cuda``; ``task_ids``: restrict to these ids.
-    - ``split``: ``train``, ``validation`` or ``test`` of the generated dataset
-      (``docs/dataset-card.md``) instead of the hand-written starter tasks.
+    - ``split``: ``train``, ``validation`` or ``test`` of the kind's generated dataset
+      (``docs/dataset-card.md``; torch2cuda: ``docs/torch2cuda.md``) instead of the hand-written
+      starter tasks (``gym.make("CudaPerf-Torch2CUDA-v0", split="train")``).
     - ``backend``: ``cpu``, ``cuda`` or ``auto``, or a backend object.
     - ``max_turns``: refinement turns per episode.
     - ``reward``: a :class:`~cudaperf_env.reward.RewardConfig`.
@@ -171,7 +174,12 @@ class CudaPerfEnv(gym.Env[str, str]):
 
 
 def _select(task_dir: str | Path | None, kind: str, task_ids: list[str] | None, split: str | None) -> dict[str, Task]:
-    tasks = load_dataset(split=split, labels=True) if split is not None else load_tasks(task_dir, kind)
+    if split is not None and task_dir is not None:
+        raise ValueError("pass either split (the shipped dataset of the kind) or task_dir (your task files), not both")
+    if split is not None:
+        tasks = load_dataset(split=split, path=data_file(kind), labels=True)
+    else:
+        tasks = load_tasks(task_dir, kind)
     if task_ids is not None:
         missing = [t for t in task_ids if t not in tasks]
         if missing:

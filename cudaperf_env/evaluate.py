@@ -72,6 +72,10 @@ class Evaluation:
     speedup_vs_c: float = math.nan
     speedup_vs_best: float = math.nan
     speedup_bound: float = math.nan
+    speedup_vs_compile: float = math.nan
+    speedup_vs_impl: float = math.nan
+    compile_ms: float = math.nan
+    compile_error: str = ""
     ranker_score: float = math.nan
     device: Mapping[str, object] = field(default_factory=dict)
     structure: StructuralReport | None = None
@@ -341,8 +345,10 @@ def time_against_baseline(ctx: Context) -> Context | Evaluation:
 def against_best_known(ctx: Context) -> Context | Evaluation:
     """Speedup over the fastest labelled implementation (``cuda_agent``'s third milestone)."""
     best = best_known_speedup(ctx.task)
-    if math.isfinite(ctx.result.speedup) and math.isfinite(best):
-        ctx.update(speedup_vs_best=ctx.result.speedup / best)
+    # labels are over the baseline implementation: so is the speedup compared with them
+    over_impl = ctx.result.speedup_vs_impl if math.isfinite(ctx.result.speedup_vs_impl) else ctx.result.speedup
+    if math.isfinite(over_impl) and math.isfinite(best):
+        ctx.update(speedup_vs_best=over_impl / best)
     return ctx
 
 
@@ -469,7 +475,17 @@ def _timing_fields(timing: TimingResult) -> dict[str, Any]:
         "speedup_vs_c": speedup_over(timing.c_reference_ms, candidate_ms),
         "device": dict(timing.device),
         "speedup_bound": timing.speedup_bound,
+        # a PyTorch task's baselines (torch_baselines.py); absent from other timers' results
+        "speedup_vs_compile": getattr(timing, "speedup_vs_compile", math.nan),
+        "speedup_vs_impl": getattr(timing, "speedup_vs_impl", math.nan),
+        "compile_ms": _gmean_or_nan(getattr(timing, "compile_ms", ())),
+        "compile_error": getattr(timing, "compile_error", ""),
     }
+
+
+def _gmean_or_nan(values: Sequence[float]) -> float:
+    ok = [v for v in values if math.isfinite(v) and v > 0]
+    return float(np.exp(np.mean(np.log(ok)))) if ok and len(ok) == len(values) else math.nan
 
 
 def _code(ctx: Context) -> str:

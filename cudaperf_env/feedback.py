@@ -42,12 +42,18 @@ def feedback(task: Task, evaluation: Evaluation) -> str:
 def _success(task: Task, e: Evaluation) -> str:
     parts = [f"Correct on all {len(e.configs)} configurations ({e.backend} backend)."]
     if math.isfinite(e.speedup):
-        over = (f"{kind_of(task).reference_noun} compiled with -O2 on the host CPU" if e.baseline == "c_reference"
-                else "the baseline implementation")  # fmt: skip
+        over = {"c_reference": f"{kind_of(task).reference_noun} compiled with -O2 on the host CPU",
+                "pytorch_eager": "the PyTorch reference run eagerly on the same GPU"}.get(
+            e.baseline, "the baseline implementation")  # fmt: skip
         parts.append(
             f"Runtime {e.runtime_ms:.4g} ms vs. {e.baseline_ms:.4g} ms for {over}: speedup {e.speedup:.2f}x "
             f"(95% lower bound {e.speedup_lcb:.2f}x) on {e.device.get('name', 'the GPU')}."
         )
+        if math.isfinite(e.speedup_vs_compile):
+            parts.append(f"Against torch.compile of the reference ({e.compile_ms:.4g} ms): "
+                         f"{e.speedup_vs_compile:.2f}x.")
+        elif e.compile_error:
+            parts.append(f"No torch.compile baseline ({e.compile_error}): compared with eager only.")
         if math.isfinite(e.speedup_vs_c) and e.baseline != "c_reference":
             parts.append(f"That is {e.speedup_vs_c:.1f}x faster than {kind_of(task).reference_noun} on the CPU.")
         if math.isfinite(e.speedup_bound):

@@ -19,10 +19,12 @@ Every term lands in the step's ``info`` as ``reward/<name>``; the total is their
   are paid to correct code only, so no wrong kernel can farm them.
 - ``cuda_agent``: CUDA Agent's milestones, one term ``milestone``: -1 wrong or not
   compiled, 1 correct, 2 correct and more than ``milestone_margin`` (5%) faster than
-  the baseline, 3 faster by that margin than both the baseline and the best known
-  implementation (``speedup_vs_best``: C-to-CUDA tasks have no torch.compile, so the
-  task's baseline plays "eager" and its fastest labelled implementation plays
-  torch.compile; where no labels exist, 3 is unreachable).
+  the baseline, 3 faster by that margin than both the baseline and torch.compile.
+  On a PyTorch task timed on the GPU the baseline is the reference run eagerly and
+  ``speedup_vs_compile`` is over its ``torch.compile``-d model, as in CUDA Agent.
+  C-to-CUDA tasks have no torch.compile, so the task's baseline plays "eager" and its
+  fastest labelled implementation plays torch.compile (``speedup_vs_best``); a PyTorch
+  task whose compile failed falls back to that too. Where neither exists, 3 is unreachable.
 - ``kevin``: Kevin's ``0.3 * correct + speedup`` (raw ratio, correct and timed only;
   0 for a reply with no code). Use ``shaping="none"`` and :func:`discounted_returns`
   over the turns' scores for Kevin's multi-turn credit.
@@ -72,7 +74,9 @@ class Outcome:
         ranker_score: The learned ranker's score in [0, 1]; NaN when no ranker ran.
         previous_score: The previous turn's :attr:`Reward.score`; NaN on the first turn.
         speedup_vs_best: Speedup over the fastest known implementation (``cuda_agent``'s
-            torch.compile milestone); NaN when not measured.
+            torch.compile milestone where there is no torch.compile); NaN when not measured.
+        speedup_vs_compile: Speedup over the ``torch.compile``-d PyTorch reference (PyTorch tasks on
+            the GPU); NaN when not measured.
     """
 
     status: str
@@ -83,6 +87,7 @@ class Outcome:
     ranker_score: float = math.nan
     previous_score: float = math.nan
     speedup_vs_best: float = math.nan
+    speedup_vs_compile: float = math.nan
 
     def __post_init__(self) -> None:
         s = self.structural_score
@@ -216,7 +221,8 @@ def cuda_agent_reward(outcome: Outcome, config: RewardConfig) -> Reward:
     if not (outcome.compiled and outcome.correct):
         milestone = -1.0
     elif _measured(outcome.speedup) and outcome.speedup > faster:
-        beats_best = _measured(outcome.speedup_vs_best) and outcome.speedup_vs_best > faster
+        second = outcome.speedup_vs_compile if _measured(outcome.speedup_vs_compile) else outcome.speedup_vs_best
+        beats_best = _measured(second) and second > faster
         milestone = 3.0 if beats_best else 2.0
     else:
         milestone = 1.0

@@ -76,6 +76,10 @@ class Turn:
             "baseline_ms": e.baseline_ms,
             "baseline": e.baseline,
             "speedup_vs_c": e.speedup_vs_c,
+            "speedup_vs_compile": e.speedup_vs_compile,
+            "speedup_vs_impl": e.speedup_vs_impl,
+            "compile_ms": e.compile_ms,
+            "compile_fallback": bool(e.compile_error),
             "backend": e.backend,
             "eval_seconds": e.seconds.get("total", math.nan),
             "structural_score": e.structure.score if e.structure is not None else math.nan,
@@ -212,6 +216,7 @@ def outcome_of(evaluation: Evaluation, previous_score: float = math.nan) -> Outc
         ranker_score=e.ranker_score,
         previous_score=previous_score,
         speedup_vs_best=math.nan if e.timing_flags else e.speedup_vs_best,
+        speedup_vs_compile=math.nan if e.timing_flags else e.speedup_vs_compile,
     )
 
 

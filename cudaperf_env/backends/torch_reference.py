@@ -8,12 +8,15 @@ parameters the parent drew (``make_inputs``); the submission never reaches it.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import select
+import signal
 import subprocess
 import sys
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,12 +39,26 @@ class TorchReference:
 
     Args:
         python: Interpreter with torch installed (default: this one).
+        env: Extra environment variables of the child (e.g. torch.compile's cache directory).
     """
 
-    def __init__(self, python: str = sys.executable) -> None:
+    def __init__(self, python: str = sys.executable, env: Mapping[str, str] | None = None) -> None:
         self.python = python
+        self.env = dict(env or {})
         self._proc: subprocess.Popen[bytes] | None = None
         self._requests = 0
+
+    def ask(self, request: Mapping[str, Any], workdir: Path, timeout_s: float) -> dict[str, Any]:
+        """Send one request (written as a JSON file in ``workdir``) and return the child's answer.
+
+        Raises:
+            TorchReferenceError: The child died or ran past ``timeout_s`` (it is then killed, with any
+                process it started, and a later request starts a fresh one).
+        """
+        self._requests += 1
+        path = workdir / f"torch-ask-{id(self):x}-{self._requests}.json"  # apart from another process's files
+        path.write_text(json.dumps(request), encoding="utf-8")
+        return self._ask(str(path), timeout_s)
 
     def expected(self, task: Task, jobs: Sequence[Job], workdir: Path, timeout_s: float) -> list[dict[str, np.ndarray]]:
         """Every buffer's expected contents after the entry runs (inputs unchanged, outputs from ``forward``)."""
@@ -83,7 +100,7 @@ class TorchReference:
             _stop(self._proc)
             self._proc = None
 
-    def _ask(self, request: str, timeout_s: float) -> dict[str, str]:
+    def _ask(self, request: str, timeout_s: float) -> dict[str, Any]:
         proc = self._start()
         assert proc.stdin is not None and proc.stdout is not None
         try:
@@ -96,13 +113,15 @@ class TorchReference:
         line = proc.stdout.readline() if ready else b""
         if not line:
             self.close()
-            raise TorchReferenceError(self._died() if ready else f"the PyTorch reference ran past {timeout_s:.0f} s")
+            raise TorchReferenceError(self._died() if ready else f"the PyTorch reference ran past {timeout_s:g} s")
         return dict(json.loads(line))
 
     def _start(self) -> subprocess.Popen[bytes]:
         if self._proc is None or self._proc.poll() is not None:
+            # its own session: a kill takes the compiler processes torch.compile may have started with it
             self._proc = subprocess.Popen([self.python, str(CHILD)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                          stderr=subprocess.DEVNULL)  # fmt: skip
+                                          stderr=subprocess.DEVNULL, env={**os.environ, **self.env},
+                                          start_new_session=True)  # fmt: skip
             weakref.finalize(self, _stop, self._proc)
         return self._proc
 
@@ -113,7 +132,8 @@ class TorchReference:
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
     if proc.poll() is None:
-        proc.kill()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # the child leads its own process group
     proc.wait()
     for stream in (proc.stdin, proc.stdout, proc.stderr):
         if stream is not None:

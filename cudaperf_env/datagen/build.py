@@ -25,12 +25,13 @@ from cudaperf_env.datagen.registry import FAMILIES, Generator
 from cudaperf_env.datagen.splits import assign_splits
 from cudaperf_env.datagen.torch_registry import TORCH_FAMILIES
 from cudaperf_env.datagen.verify import Verdict, VerifyOptions, verify_task
+from cudaperf_env.dataset.load import DATA_FILES as SHIPPED_FILES
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "tasks" / "data" / "dataset"
 DATA_FILE = DATA_DIR / "c2cuda.jsonl.gz"
 CARD_FILE = Path(__file__).resolve().parents[2] / "docs" / "dataset-card.md"
 FAMILIES_BY_KIND: dict[str, Mapping[str, Generator]] = {"c2cuda": FAMILIES, "torch2cuda": TORCH_FAMILIES}
-DATA_FILES = {"c2cuda": DATA_FILE, "torch2cuda": DATA_DIR / "torch2cuda" / "torch2cuda.jsonl.gz"}  # own splits, report
+DATA_FILES = dict(SHIPPED_FILES)  # per kind; each with its own splits and report
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,15 @@ from typing import Any
 import numpy as np
 import yaml
 
-from cudaperf_env.datagen.families import torch_linear, torch_pointwise, torch_rowwise
+from cudaperf_env.datagen.families import (
+    torch_bmm,
+    torch_groupwise,
+    torch_index,
+    torch_linear,
+    torch_pointwise,
+    torch_rowwise,
+    torch_spatial,
+)
 from cudaperf_env.datagen.registry import Generator
 
 TORCH_FAMILIES: Mapping[str, Generator] = MappingProxyType(
@@ -22,6 +30,15 @@ TORCH_FAMILIES: Mapping[str, Generator] = MappingProxyType(
         "norm": torch_rowwise.norm,
         "linear": torch_linear.linear,
         "matmul": torch_linear.matmul,
+        "dim_reduce": torch_groupwise.dim_reduce,
+        "softmax_dim": torch_groupwise.softmax_dim,
+        "channel_norm": torch_groupwise.channel_norm,
+        "loss": torch_groupwise.loss,
+        "pooling": torch_spatial.pooling,
+        "conv": torch_spatial.conv,
+        "gather": torch_index.gather,
+        "scatter_add": torch_index.scatter_add,
+        "bmm": torch_bmm.bmm,
     }
 )
 STARTER_DIR = Path(__file__).resolve().parents[1] / "tasks" / "data" / "torch2cuda"
@@ -39,6 +56,15 @@ STARTERS: tuple[tuple[str, str, int], ...] = (
     ("linear_mish_relu", "linear", 5),
     ("matmul", "matmul", 11),
     ("matmul_leaky_gelu", "matmul", 8),
+    ("var_dim1", "dim_reduce", 5),
+    ("softmin_dim1", "softmax_dim", 1),
+    ("batchnorm", "channel_norm", 2),
+    ("huber_rows", "loss", 1),
+    ("avg_pool2d_padded", "pooling", 4),
+    ("conv2d_k5", "conv", 4),
+    ("index_select", "gather", 1),
+    ("scatter_add", "scatter_add", 1),
+    ("bmm_bias_hardsigmoid", "bmm", 1),
 )
 
 

@@ -1,4 +1,4 @@
-"""Load the shipped C-to-CUDA dataset (or any file the builder wrote) as tasks, whole or by split."""
+"""Load a shipped dataset (C-to-CUDA, PyTorch-to-CUDA, or any file the builder wrote) as tasks, whole or by split."""
 
 from __future__ import annotations
 
@@ -13,7 +13,20 @@ from cudaperf_env.errors import TaskNotFoundError
 from cudaperf_env.tasks import Task, parse_task
 
 DATA_FILE = Path(__file__).resolve().parents[1] / "tasks" / "data" / "dataset" / "c2cuda.jsonl.gz"
+# The shipped data file of each task kind; each has its own splits.json and build report next to it.
+DATA_FILES = {"c2cuda": DATA_FILE, "torch2cuda": DATA_FILE.parent / "torch2cuda" / "torch2cuda.jsonl.gz"}
 SPLITS = ("train", "validation", "test")
+
+
+def data_file(kind: str) -> Path:
+    """The shipped data file of task ``kind`` (``c2cuda`` or ``torch2cuda``).
+
+    Raises:
+        ValueError: ``kind`` has no shipped dataset.
+    """
+    if kind not in DATA_FILES:
+        raise ValueError(f"no dataset for kind {kind!r}; expected one of {', '.join(sorted(DATA_FILES))}")
+    return DATA_FILES[kind]
 
 
 def load_records(path: str | Path = DATA_FILE, labels: bool = True) -> list[dict[str, Any]]:
@@ -74,7 +87,8 @@ def find_task(id_or_path: str, task_dir: str | Path | None = None) -> Task:
     except TaskNotFoundError:
         if task_dir is not None:
             raise
-        dataset = load_dataset(labels=True)
+        kind = id_or_path.split("/", 1)[0]  # ids are "<kind>/<name>"
+        dataset = load_dataset(path=DATA_FILES.get(kind, DATA_FILE), labels=True)
         if id_or_path in dataset:
             return dataset[id_or_path]
         raise

@@ -40,6 +40,7 @@ from cudaperf_env.backends.cuda.timing import (
     over_c_reference,
     wall_clock_inconsistent,
 )
+from cudaperf_env.backends.cuda.torch_baselines import TorchBaselines, over_pytorch
 from cudaperf_env.backends.execute import CallResult, Job, call_once, io_dir, run_jobs
 from cudaperf_env.backends.generator import task_inputs
 from cudaperf_env.backends.harness import units, wrap
@@ -107,6 +108,13 @@ class CudaBackend:
         call_limits: Each correctness call's wall-clock limit, scaled from the baseline's time on its
             configuration (its GPU label, else measured once per task in a worker of its own) and at
             most ``timeout_s``; None: ``timeout_s`` for every call.
+        torch_baselines: For a PyTorch task, also time its reference ``Model`` eagerly (and, with
+            ``compile_baseline``, under ``torch.compile``) in the trusted torch process, once per task and
+            timing configuration, and report the speedup over eager (``speedup_vs_compile`` beside it;
+            ``torch_baselines.py``). Off: the speedup stays over the task's baseline implementation.
+        compile_baseline: Time ``torch.compile`` of the reference too.
+        compile_timeout_s: Limit of one ``torch.compile`` build; past it (or when it fails) the task is
+            eager-only (``info["compile_fallback"]``).
     """
 
     device: int = 0
@@ -124,9 +132,16 @@ class CudaBackend:
     c_reference_ms: dict[tuple[str, int], float] = field(default_factory=dict, repr=False, compare=False)
     call_limits: CallLimits | None = field(default_factory=CallLimits)
     baseline_ms: dict[tuple, float] = field(default_factory=dict, repr=False, compare=False)  # per config, once
+    torch_baselines: bool = True
+    compile_baseline: bool = True
+    compile_timeout_s: float = 300.0
+    pytorch: TorchBaselines | None = field(default=None, repr=False, compare=False)  # made in __post_init__
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_lock", DeviceLock(device_identity(self.device)))
+        if self.pytorch is None and self.torch_baselines:  # no process until a PyTorch task is timed
+            object.__setattr__(self, "pytorch", TorchBaselines(self.device, self.compile_baseline,
+                                                               self.compile_timeout_s))  # fmt: skip
         if self.timing.input_sets < 2:
             raise ValueError("CudaBackend needs timing.input_sets >= 2 (rotation is what defeats result caching)")
         if self.timing.check_first:
@@ -248,6 +263,11 @@ class CudaBackend:
             timing = self._time(task, baseline, worker)
         if self.time_c_reference and isinstance(timing, Timing):
             timing = replace(timing, c_reference_ms=self._c_reference_ms(task, workdir))
+        if isinstance(timing, Timing) and self.pytorch is not None and task.reference_language == "pytorch":
+            with self.gpu_lock:  # the torch process has the GPU to itself, as a timed worker does
+                times = [self.pytorch.times(task, i, c, self.timing, workdir)
+                         for i, c in enumerate(_timing_configs(task))]  # fmt: skip
+            timing = over_pytorch(timing, times, self.timing.deadband)
         return flag_unchecked_outputs(task, timing) if isinstance(timing, Timing) else timing
 
     def _c_reference_ms(self, task: Task, workdir: Path) -> tuple[float, ...]:

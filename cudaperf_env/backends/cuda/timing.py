@@ -119,8 +119,17 @@ class Timing:
             (``budget_s``) ran out before the trials reached ``target_rse``: the medians rest on
             fewer calls than usual.
         baseline: What the speedup is over: ``"implementation"`` (the task's baseline CUDA
-            implementation, timed interleaved on the same GPU) or ``"c_reference"`` (a task without
-            a baseline: the C reference compiled with optimizations, timed on the host CPU).
+            implementation, timed interleaved on the same GPU), ``"c_reference"`` (a task without
+            a baseline: the C reference compiled with optimizations, timed on the host CPU) or
+            ``"pytorch_eager"`` (a PyTorch task: its reference ``Model`` run eagerly on the same GPU,
+            ``torch_baselines.over_pytorch``).
+        eager_ms: A PyTorch task's eager reference, median per configuration (empty: not timed).
+        compile_ms: Its ``torch.compile``-d model, median per configuration (NaN: compile failed or off).
+        compile_error: Why ``torch.compile`` gave no time ("" when it did or was not tried).
+        eager_error: Why eager gave no time ("" when it did or was not tried).
+        speedup_vs_impl: Over the task's baseline implementation, where :attr:`estimate` is over
+            something else (``pytorch_eager``); NaN otherwise.
+        speedup_vs_compile: Over the ``torch.compile``-d reference (NaN: not measured on every configuration).
     """
 
     estimate: SpeedupEstimate
@@ -134,6 +143,12 @@ class Timing:
     capped_configs: tuple[int, ...] = ()
     over_budget: bool = False
     baseline: str = "implementation"
+    eager_ms: tuple[float, ...] = ()
+    compile_ms: tuple[float, ...] = ()
+    compile_error: str = ""
+    eager_error: str = ""
+    speedup_vs_impl: float = math.nan
+    speedup_vs_compile: float = math.nan
 
     @property
     def capped(self) -> bool:

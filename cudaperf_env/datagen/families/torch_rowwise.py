@@ -21,7 +21,7 @@ CONFIGS = [{"B": 8, "D": 1000}, {"B": 13, "D": 781}, {"B": 32, "D": 256}]
 HIDDEN = [{"B": 5, "D": 2049}]
 PERF = [{"B": 4096, "D": 8192}]
 INPUT_INIT = {"dist": "normal", "mean": 0, "std": 1.0}
-_COMBINE = {"sum": ("0.0f", "a + b"), "max": ("-INFINITY", "fmaxf(a, b)"), "min": ("INFINITY", "fminf(a, b)")}
+COMBINE = {"sum": ("0.0f", "a + b"), "max": ("-INFINITY", "fmaxf(a, b)"), "min": ("INFINITY", "fminf(a, b)")}
 
 
 @dataclass(frozen=True)
@@ -161,7 +161,7 @@ def _kernels(program: RowProgram, sig: str, call: str) -> list[tuple[str, list[s
     xj = _element(program)
     serial, block, warp = [], [], []
     for p, after in program.passes:
-        ident, _ = _COMBINE[p.op]
+        ident, _ = COMBINE[p.op]
         serial.append(f"  float {p.var} = {ident};\n  for (int j = 0; j < dim; ++j) {{ float xj = {xj}; "
                       f"{p.var} = combine_{p.op}({p.var}, {p.elem}); }}\n  {after}\n")  # fmt: skip
         strided = (f"  float {p.var} = {ident};\n  for (int j = LANE; j < dim; j += STEP) {{ float xj = {xj}; "
@@ -171,18 +171,18 @@ def _kernels(program: RowProgram, sig: str, call: str) -> list[tuple[str, list[s
         warp.append(strided.replace("LANE", "lane").replace("STEP", "32")
                     + f"  {p.var} = warp_{p.op}({p.var});\n  {after}\n")
     combines = "".join(f"__device__ __forceinline__ float combine_{op}(float a, float b) {{ return {c}; }}\n"
-                       for op, (_, c) in _COMBINE.items())  # fmt: skip
+                       for op, (_, c) in COMBINE.items())  # fmt: skip
     only_first = "" if program.per_element else "if (threadIdx.x == 0) "
     only_lane0 = "" if program.per_element else "if (lane == 0) "
     thread = (f"{combines}\n__global__ void row_kernel({sig}) {{\n  int b = blockIdx.x * blockDim.x + threadIdx.x;\n"
               f"  if (b >= batch) return;\n{_rows(program)}{''.join(serial)}"
               f"  {_write(program, 'for (int j = 0; j < dim; ++j)')}\n}}\n\n"
               f"extern \"C\" void forward({sig}) {{\n  row_kernel<<<(batch + 127) / 128, 128>>>({call});\n}}\n")
-    blocked = (f"{combines}{_BLOCK_REDUCE}\n__global__ void row_kernel({sig}) {{\n  __shared__ float shared[256];\n"
+    blocked = (f"{combines}{BLOCK_REDUCE}\n__global__ void row_kernel({sig}) {{\n  __shared__ float shared[256];\n"
                f"  int b = blockIdx.x;\n{_rows(program)}{''.join(block)}"
                f"  {only_first}{_write(program, 'for (int j = threadIdx.x; j < dim; j += blockDim.x)')}\n}}\n\n"
                f"extern \"C\" void forward({sig}) {{\n  row_kernel<<<batch, 256>>>({call});\n}}\n")
-    warped = (f"{combines}{_WARP_REDUCE}\n__global__ void row_kernel({sig}) {{\n"
+    warped = (f"{combines}{WARP_REDUCE}\n__global__ void row_kernel({sig}) {{\n"
               f"  int lane = threadIdx.x & 31;\n  int b = blockIdx.x * 8 + (threadIdx.x >> 5);\n"
               f"  if (b >= batch) return;  // whole warps leave together: the shuffles stay full-warp\n"
               f"{_rows(program)}{''.join(warp)}"
@@ -193,7 +193,7 @@ def _kernels(program: RowProgram, sig: str, call: str) -> list[tuple[str, list[s
             ("warp_per_row", ["warp-per-row", "warp-shuffle", "coalesced"], warped)]
 
 
-_BLOCK_REDUCE = "".join(f"""
+BLOCK_REDUCE = "".join(f"""
 __device__ float block_{op}(float v, float* shared) {{
   shared[threadIdx.x] = v;
   __syncthreads();
@@ -205,10 +205,10 @@ __device__ float block_{op}(float v, float* shared) {{
   __syncthreads();  // shared is reused by the next reduction
   return total;
 }}
-""" for op in _COMBINE)
-_WARP_REDUCE = "".join(f"""
+""" for op in COMBINE)
+WARP_REDUCE = "".join(f"""
 __device__ float warp_{op}(float v) {{
   for (int offset = 16; offset > 0; offset >>= 1) v = combine_{op}(v, __shfl_xor_sync(0xffffffffu, v, offset));
   return v;
 }}
-""" for op in _COMBINE)
+""" for op in COMBINE)

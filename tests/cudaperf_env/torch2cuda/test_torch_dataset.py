@@ -44,3 +44,26 @@ def test_shipped_file_is_valid_and_stats_take_the_kind(capsys):
     splits = load_splits(SHIPPED)
     assert splits["test_families"] and sorted(splits["train"] + splits["validation"] + splits["test"]) == sorted(
         r["id"] for r in records)
+
+
+@pytest.mark.skipif(not SHIPPED.is_file(), reason="no torch2cuda dataset shipped in this checkout")
+def test_split_draws_torch_tasks_from_the_torch_dataset():
+    import gymnasium as gym
+
+    import cudaperf_env  # noqa: F401
+    from cudaperf_env.backends.cpu.backend import CpuBackend
+    from cudaperf_env.dataset import find_task
+
+    splits = load_splits(SHIPPED)
+    env = gym.make("CudaPerf-Torch2CUDA-v0", split="train", backend=CpuBackend(timeout_s=3.0))
+    tasks = env.unwrapped.tasks
+    assert sorted(tasks) == sorted(splits["train"]) and all(t.kind == "torch2cuda" for t in tasks.values())
+    obs, info = env.reset(seed=3)
+    assert info["task_id"] in splits["train"] and "class Model" in obs
+    held_out = set(splits["test_families"])
+    assert not any(t.family in held_out for t in tasks.values())  # whole families held out of train
+    test = gym.make("CudaPerf-Torch2CUDA-v0", split="test", backend=CpuBackend(timeout_s=3.0)).unwrapped.tasks
+    assert sorted(test) == sorted(splits["test"]) and not set(test) & set(tasks)
+    assert find_task(splits["test"][0]).id == splits["test"][0]  # `cudaperf tasks show` finds dataset ids
+    with pytest.raises(ValueError, match="either split"):
+        gym.make("CudaPerf-Torch2CUDA-v0", split="train", task_dir=".", backend=CpuBackend())

@@ -5,7 +5,6 @@ Marked ``gpu``: skipped in CI. Run on the GPU machine with
 ``pytest -m gpu tests/cudaperf_env/torch2cuda/test_torch_gpu.py``.
 """
 
-import math
 import time
 
 import pytest
@@ -43,5 +42,6 @@ def test_the_baseline_against_itself_is_about_1x_and_a_cold_step_is_bounded(time
     started = time.perf_counter()
     e = timed.evaluate(task, task.implementation(task.baseline).source, seed=1)
     cold_s = time.perf_counter() - started
-    assert e.status == "ok" and math.isfinite(e.speedup) and 0.8 < e.speedup < 1.25, (e.message, e.speedup)
+    # the headline speedup is over PyTorch eager (test_torch_baselines_gpu.py); against itself, about 1x
+    assert e.status == "ok" and 0.8 < e.speedup_vs_impl < 1.25, (e.message, e.speedup_vs_impl)
     print(f"{task_id}: cold step {cold_s:.2f} s, phases {dict(e.seconds)}")  # the figure for benchmarks/
