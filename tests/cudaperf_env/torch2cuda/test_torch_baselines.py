@@ -131,7 +131,7 @@ def test_the_cuda_backend_turns_its_timing_into_speedups_over_eager(monkeypatch,
     finally:
         backend.pytorch.close()
     assert timing.baseline == "pytorch_eager" and timing.speedup_vs_impl == 2.0
-    assert timing.estimate.baseline_ms == timing.eager_ms[0] > 0
+    assert timing.estimate.baseline_ms == pytest.approx(timing.eager_ms[0], rel=1e-12) and timing.eager_ms[0] > 0
     assert timing.estimate.speedup == pytest.approx(timing.eager_ms[0] / 2.0)
     assert math.isnan(timing.speedup_vs_compile) and timing.compile_error == ""  # compile off: no fallback
     off = CudaBackend(timing=QUICK, torch_baselines=False)
