@@ -194,7 +194,8 @@ def _start_prebuild(folder: str) -> None:
 
 
 def build_cpu(translation_unit: str | Sequence[str], timeout_s: float = 60.0, cancel: threading.Event | None = None,
-              check: Callable[[Path], str] | None = None, racecheck: bool = False) -> BuildResult:  # fmt: skip
+              check: Callable[[Path], str] | None = None, racecheck: bool = False,
+              linked: bool | None = None) -> BuildResult:  # fmt: skip
     """Compile a complete translation unit (pre-passed code + harness shim), or several, for the CPU runtime.
 
     Links the prebuilt runtime object once it exists (with its precompiled header once that
@@ -203,11 +204,13 @@ def build_cpu(translation_unit: str | Sequence[str], timeout_s: float = 60.0, ca
     CPU time a build can take without it, the same behaviour, a separate cache entry. The
     first such build starts :func:`prebuild` in a detached, low-priority process. The compiler
     runs confined; ``check`` (see ``toolchain/native.build_library``) may refuse what it built.
-    ``racecheck`` adds :data:`RACECHECK_FLAGS` (a separate cache entry).
+    ``racecheck`` adds :data:`RACECHECK_FLAGS` (a separate cache entry). ``linked`` fixes the mode
+    (True: link the prebuilt runtime, which must be :meth:`~PrebuiltRuntime.linkable`; False:
+    header-only); None takes the prebuilt runtime where it is linkable.
     """
     compiler = tools.host_compiler("g++")
     runtime = prebuilt_runtime()
-    if runtime.linkable():
+    if runtime.linkable() if linked is None else linked:
         header = runtime.race_header if racecheck and runtime.race_gch.exists() else runtime.header
         runtime_flags = ["-include", str(header), str(runtime.runtime_object)]
     else:
