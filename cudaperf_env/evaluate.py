@@ -171,15 +171,16 @@ def screen_source(ctx: Context) -> Context | Evaluation:
 def launch(ctx: Context) -> Context | Evaluation:
     """Start the overlapping work: nvcc check, backend build (and race-check build), expected outputs, the worker."""
     task, code, options = ctx.task, _code(ctx), ctx.options
-    configs = task.correctness_configs if options.run_hidden else task.configs
-    ctx.jobs = [Job(c, task_inputs(task, c, ctx.seed)) for c in configs]
-    (ctx.workdir / "ref").mkdir()
+    # the compilers first: they are the step's critical path, the inputs are made while they run
     ctx.pending["check"] = ctx.pool.submit(compile_check, kind_of(task).harness(task, code), options.arch,
                                            options.compile_timeout_s, ctx.cancel)  # fmt: skip
     ctx.pending["build"] = ctx.pool.submit(ctx.backend.build, task, code, ctx.cancel)
     race_build = getattr(ctx.backend, "race_build", None)
     if race_build is not None and options.racecheck:  # beside the build; cancelled if the evaluation ends first
         ctx.pending["race_build"] = ctx.pool.submit(race_build, task, code, ctx.cancel)
+    configs = task.correctness_configs if options.run_hidden else task.configs
+    ctx.jobs = [Job(c, task_inputs(task, c, ctx.seed)) for c in configs]
+    (ctx.workdir / "ref").mkdir()
     ctx.pending["expected"] = ctx.pool.submit(ctx.reference.expected, task, ctx.jobs, ctx.seed, ctx.workdir / "ref")
     ctx.worker = ctx.backend.start_worker(ctx.workdir)
     return ctx

@@ -7,7 +7,8 @@ that leaves only its declarations in the submission (``CUDAPERF_PREBUILT_RUNTIME
 ``include/cudaperf/config.h``): a submission's g++ then compiles little more than the
 submission itself. Builds on a cold cache are header-only (the least CPU time a first build
 can take); the first of them starts one detached, low-priority process that prebuilds both
-files (:func:`prebuild`), and every build after links them.
+files (:func:`prebuild`), and every build after links them. The race-check build
+(``racecheck``) shares both.
 """
 
 from __future__ import annotations
@@ -43,10 +44,14 @@ RUNTIME_OBJECT_SOURCE = f"#define CUDAPERF_RUNTIME_OBJECT 1\n#include <{RUNTIME_
 LINK_FLAGS = ("-shared", "-Wl,-z,defs", "-Wl,-Bsymbolic")  # the entry binds to its own definition
 # The race-check build (include/cudaperf/racecheck.h): ThreadSanitizer's instrumentation calls the
 # runtime's own detector, which defines every __tsan_ entry point: -static-libtsan pulls nothing in.
-# -g1: line tables, so that a race names the source lines.
-# It has a precompiled header of its own (g++ ignores one built without these flags).
-RACECHECK_FLAGS = ("-fsanitize=thread", "--param=tsan-instrument-func-entry-exit=0", "-g1")
+# -g1: line tables, so that a race names the source lines. -U__SANITIZE_THREAD__: the headers are
+# read as in the ordinary build (instrumentation is applied to the code, whatever the macros), so
+# both builds share one precompiled header (g++ refuses a PCH where that macro differs).
+RACECHECK_FLAGS = ("-fsanitize=thread", "--param=tsan-instrument-func-entry-exit=0", "-g1", "-U__SANITIZE_THREAD__")
 RACECHECK_LINK_FLAGS = ("-static-libtsan",)
+# The precompiled header carries line tables for the race-check build's -g1; builds without -g use
+# it all the same (and emit no debug information).
+PCH_FLAGS = ("-g1",)
 PREBUILD_TIMEOUT_S = 600.0
 
 
@@ -82,15 +87,6 @@ class PrebuiltRuntime:
         return self.folder / "cudaperf_pch.h.gch"
 
     @property
-    def race_header(self) -> Path:
-        """The race-check build's copy of :attr:`header`, precompiled with :data:`RACECHECK_FLAGS`."""
-        return self.folder / "cudaperf_pch_race.h"
-
-    @property
-    def race_gch(self) -> Path:
-        return self.folder / "cudaperf_pch_race.h.gch"
-
-    @property
     def runtime_object(self) -> Path:
         return self.folder / "cudaperf_runtime.o"
 
@@ -110,8 +106,8 @@ class PrebuiltRuntime:
 @lru_cache(maxsize=1)
 def _prebuilt_key() -> str:
     compiler = tools.host_compiler("g++")
-    parts = (tools.version(compiler), runtime_version(), *BASE_FLAGS, PCH_WRAPPER, RUNTIME_OBJECT_SOURCE)
-    return digest("prebuilt-runtime/2", *parts)[:16]  # /2: files readable by confined compilers
+    parts = (tools.version(compiler), runtime_version(), *BASE_FLAGS, *PCH_FLAGS, PCH_WRAPPER, RUNTIME_OBJECT_SOURCE)
+    return digest("prebuilt-runtime/3", *parts)[:16]  # /3: one PCH for ordinary and race-check builds
 
 
 def prebuilt_runtime() -> PrebuiltRuntime:
@@ -150,11 +146,7 @@ def _prebuild(runtime: PrebuiltRuntime, timeout_s: float) -> bool:
         if not runtime.runtime_object.exists():
             jobs.append(([*common, "-c", str(source)], runtime.runtime_object))
         if not runtime.gch.exists():
-            jobs.append(([*common, "-x", "c++-header", str(runtime.header)], runtime.gch))
-        if not runtime.race_header.exists():
-            write_atomic(runtime.race_header, PCH_WRAPPER.encode())
-        if not runtime.race_gch.exists():  # last: only race-check builds use it
-            jobs.append(([*common, *RACECHECK_FLAGS, "-x", "c++-header", str(runtime.race_header)], runtime.race_gch))
+            jobs.append(([*common, *PCH_FLAGS, "-x", "c++-header", str(runtime.header)], runtime.gch))
         failures = [log for log in (_compile_to(command, target, timeout_s) for command, target in jobs) if log]
         if failures:
             write_atomic(runtime.folder / "prebuild.log", "\n\n".join(failures).encode())
@@ -211,8 +203,7 @@ def build_cpu(translation_unit: str | Sequence[str], timeout_s: float = 60.0, ca
     compiler = tools.host_compiler("g++")
     runtime = prebuilt_runtime()
     if runtime.linkable() if linked is None else linked:
-        header = runtime.race_header if racecheck and runtime.race_gch.exists() else runtime.header
-        runtime_flags = ["-include", str(header), str(runtime.runtime_object)]
+        runtime_flags = ["-include", str(runtime.header), str(runtime.runtime_object)]
     else:
         runtime_flags = ["-include", RUNTIME_HEADER]
     race = [*RACECHECK_FLAGS, *RACECHECK_LINK_FLAGS] if racecheck else []
@@ -221,7 +212,6 @@ def build_cpu(translation_unit: str | Sequence[str], timeout_s: float = 60.0, ca
                            cancel=cancel, confine=Confinement(), visible=(runtime.folder,), check=check)  # fmt: skip
     # Started after this build, which it would slow down even niced (2 cores, measured). Not
     # again after a failure (prebuild.log): the same compiler and headers would fail the same way.
-    missing = not runtime.ready() or (racecheck and not runtime.race_gch.exists())
-    if missing and not (runtime.folder / "prebuild.log").exists():
+    if not runtime.ready() and not (runtime.folder / "prebuild.log").exists():
         _start_prebuild(str(runtime.folder))
     return result

@@ -137,8 +137,7 @@ def test_concurrent_prebuilds_in_several_processes_build_once(tmp_path: Path) ->
     folders = list((tmp_path / "cache" / "runtime").iterdir())
     assert len(folders) == 1
     names = sorted(p.name for p in folders[0].iterdir())
-    assert names == ["cudaperf_pch.h", "cudaperf_pch.h.gch", "cudaperf_pch_race.h", "cudaperf_pch_race.h.gch",
-                     "cudaperf_runtime.cpp", "cudaperf_runtime.o", "lock"]
+    assert names == ["cudaperf_pch.h", "cudaperf_pch.h.gch", "cudaperf_runtime.cpp", "cudaperf_runtime.o", "lock"]
 
 
 def test_a_cold_build_starts_a_detached_prebuild_that_finishes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -153,6 +152,26 @@ def test_a_cold_build_starts_a_detached_prebuild_that_finishes(tmp_path: Path, m
     with open(runtime.folder / "lock", "a") as lock:  # wait for the builder to exit
         fcntl.flock(lock, fcntl.LOCK_EX)
     assert saxpy_is_correct(build(REDUCE), tmp_path)
+
+
+def test_the_race_check_build_reads_the_same_precompiled_header(cold_cache: list[str], tmp_path: Path) -> None:
+    """One PCH for both builds: g++ refuses it where a flag or macro differs, and says so (-Winvalid-pch)."""
+    assert compiler.prebuild()
+    runtime = compiler.prebuilt_runtime()
+    unit = tmp_path / "unit.cpp"
+    unit.write_text(wrap(SAXPY, prepass(REDUCE).source, "cuda"))
+    base = [f for f in compiler.BASE_FLAGS if f != "-w"]  # -w would hide the warning looked for
+
+    def warnings(extra: tuple[str, ...]) -> str:
+        flags = [*base, *extra, *compiler.include_flags(), "-Winvalid-pch", "-include", str(runtime.header)]
+        done = subprocess.run(["g++", *flags, "-c", str(unit), "-o", str(tmp_path / "unit.o")], capture_output=True,
+                              text=True)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return done.stderr
+
+    assert "pch" not in warnings(()) and "pch" not in warnings(compiler.RACECHECK_FLAGS)
+    with_macro = tuple(f for f in compiler.RACECHECK_FLAGS if f != "-U__SANITIZE_THREAD__")
+    assert "not used because `__SANITIZE_THREAD__' is defined" in warnings(with_macro)
 
 
 def test_the_prebuilt_runtime_is_keyed_by_compiler_and_headers(monkeypatch: pytest.MonkeyPatch) -> None:
