@@ -57,6 +57,7 @@ class CpuBackend:
         # the shim before the submission: no macro of the submission reaches it
         result = build_cpu(shim_first(task, passed.source, "cuda"), self.build_timeout_s, cancel,
                            check=imports.checker(linked), linked=linked)  # fmt: skip
+        imports.settle(linked)  # the baseline's build (a cold cache only) ends with this evaluation
         if result.refused:  # the symbol check: calls into the system the screen did not see
             return Build(False, log=result.log, unsupported=(Finding(0, "symbols", result.refused),))
         return Build(result.ok, result.library, result.log, (), result.seconds, result.cached)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Future, wait
 from functools import lru_cache
 from pathlib import Path
 
@@ -35,6 +35,12 @@ def checker(linked: bool) -> Callable[[Path], str]:
     """The check of builds made in mode ``linked`` (see :func:`check`); starts their baseline now."""
     future = baseline(linked)
     return lambda library: check(library, future.result())
+
+
+def settle(linked: bool) -> None:
+    """Wait until the baseline of mode ``linked`` is measured (its compiler never outlives the evaluation
+    that started it, e.g. one whose own build failed first); never raises."""
+    wait([baseline(linked)])
 
 
 def check(library: Path, allowed: frozenset[str]) -> str:

@@ -4,6 +4,7 @@ import os
 import shutil
 import signal
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -90,3 +91,26 @@ def test_the_limits_fallback_keeps_the_user_and_sets_the_limits(launcher, monkey
         shutil.rmtree(folder, ignore_errors=True)
     assert wrapped.uid is None and done.returncode == 0 and done.stdout.split()[0] == str(os.getuid())
     assert " 64 " in done.stdout
+
+
+def test_threads_asking_for_the_launcher_at_once_build_it_once(tmp_path, monkeypatch):
+    """A first step's nvcc check, builds and worker all start confined processes at the same moment."""
+    if not (shutil.which("gcc") or shutil.which("cc")):
+        pytest.skip("no C compiler to build the launcher")
+    monkeypatch.setenv("CUDAPERF_CACHE_DIR", str(tmp_path / "cache"))
+    compiles = []
+    real_run = subprocess.run
+
+    def counted(command, *args, **kwargs):
+        compiles.append(command)
+        return real_run(command, *args, **kwargs)
+
+    monkeypatch.setattr(confine.subprocess, "run", counted)
+    confine._launcher_binary.cache_clear()
+    try:
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            binaries = list(pool.map(lambda _: confine.launcher_binary(), range(4)))
+    finally:
+        confine._launcher_binary.cache_clear()  # the next test's cache directory has its own
+    assert len(set(binaries)) == 1 and binaries[0] is not None and binaries[0].is_file()
+    assert len(compiles) == 1, compiles
