@@ -10,7 +10,7 @@ from pathlib import Path
 
 from cudaperf_env.backends.base import Build, CallResult, Capabilities, Job, Worker
 from cudaperf_env.backends.cpu import imports
-from cudaperf_env.backends.cpu.compiler import build_cpu, prebuilt_runtime
+from cudaperf_env.backends.cpu.compiler import build_cpu, ensure_prebuilt
 from cudaperf_env.backends.cpu.prepass import prepass
 from cudaperf_env.backends.cpu.racecheck import build_race_check, run_race_check
 from cudaperf_env.backends.execute import call_once, run_jobs
@@ -53,7 +53,7 @@ class CpuBackend:
         if passed.rejections:
             unsupported = tuple(Finding(r.line, r.construct, r.message) for r in passed.rejections)
             return Build(False, unsupported=unsupported)
-        linked = prebuilt_runtime().linkable()  # one mode for the build and its symbol check's baseline
+        linked = ensure_prebuilt()  # one mode for the build and its symbol check's baseline
         # the shim before the submission: no macro of the submission reaches it
         result = build_cpu(shim_first(task, passed.source, "cuda"), self.build_timeout_s, cancel,
                            check=imports.checker(linked), linked=linked)  # fmt: skip
@@ -64,7 +64,7 @@ class CpuBackend:
 
     def race_build(self, task: Task, code: str, cancel: threading.Event | None = None) -> Build:
         """The race check's instrumented build of ``code`` (:meth:`race_check` runs it), made beside :meth:`build`."""
-        result = build_race_check(task, code, self.build_timeout_s, cancel)
+        result = build_race_check(task, code, self.build_timeout_s, cancel, linked=ensure_prebuilt())
         if result is None:
             return Build(False)
         return Build(result.ok, result.library, result.log, (), result.seconds, result.cached)

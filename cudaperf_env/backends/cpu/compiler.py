@@ -5,10 +5,10 @@ Fixed flags (never the user's) and builds cached by content. The runtime's out-o
 compiler, into a *runtime object* linked into every submission, beside a precompiled header
 that leaves only its declarations in the submission (``CUDAPERF_PREBUILT_RUNTIME``, see
 ``include/cudaperf/config.h``): a submission's g++ then compiles little more than the
-submission itself. Builds on a cold cache are header-only (the least CPU time a first build
-can take); the first of them starts one detached, low-priority process that prebuilds both
-files (:func:`prebuild`), and every build after links them. The race-check build
-(``racecheck``) shares both.
+submission itself. The race-check build (``racecheck``) shares both. The CPU backend builds
+them first on a cold cache (:func:`ensure_prebuilt`); other callers of :func:`build_cpu` on a
+cold cache build header-only, the first of them starting one detached, low-priority process
+that prebuilds both files (:func:`prebuild`), and every build after links them.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -115,26 +116,45 @@ def prebuilt_runtime() -> PrebuiltRuntime:
     return PrebuiltRuntime(cache_dir("runtime", _prebuilt_key()))
 
 
-def prebuild(timeout_s: float = PREBUILD_TIMEOUT_S) -> bool:
+def prebuild(timeout_s: float = PREBUILD_TIMEOUT_S, wait: bool = False) -> bool:
     """Build the precompiled header and the runtime object where missing; whether both exist.
 
     Safe from any number of threads and processes at once: one holds the folder's lock and
-    builds (the object, then the header), the others return False at once; every file appears
-    whole (written aside, then renamed). A failure is logged to ``prebuild.log`` in the folder
-    (builds then stay header-only; delete the folder to try again).
+    builds (the two files at once, one compiler each), the others return False at once, or with
+    ``wait`` wait for it to finish; every file appears whole (written aside, then renamed). A
+    failure is logged to ``prebuild.log`` in the folder (builds then stay header-only; delete the
+    folder to try again).
     """
     runtime = prebuilt_runtime()
-    return _prebuild(runtime, timeout_s) and runtime.ready()
+    return _prebuild(runtime, timeout_s, wait) and runtime.ready()
 
 
-def _prebuild(runtime: PrebuiltRuntime, timeout_s: float) -> bool:
-    """Under the folder's lock, build the runtime object, then the PCH, where missing; False when
-    another thread or process holds the lock, else whether both were built."""
+def ensure_prebuilt(timeout_s: float = PREBUILD_TIMEOUT_S) -> bool:
+    """Whether builds can link the prebuilt runtime, building it first (and waiting for whoever builds it) on a
+    cold cache: the mode the CPU backend builds submissions in.
+
+    A step on a cold cache then costs the runtime's two files (built at once: ~3 CPU-s, the
+    precompiled header) and small builds; header-only it would compile the runtime into each of
+    its builds (submission, race check, symbol-check baseline) and leave the next steps to do the
+    same until a background prebuild caught up (docs/cpu-backend.md, step latency). False only
+    where the prebuild failed (``prebuild.log``): builds are then header-only.
+    """
+    runtime = prebuilt_runtime()
+    if not runtime.ready() and not (runtime.folder / "prebuild.log").exists():
+        prebuild(timeout_s, wait=True)
+    return runtime.linkable()
+
+
+def _prebuild(runtime: PrebuiltRuntime, timeout_s: float, wait: bool = False) -> bool:
+    """Under the folder's lock, build the runtime object and the PCH where missing; False when another
+    thread or process holds the lock (and not ``wait``), else whether both exist."""
     with open(runtime.folder / "lock", "a") as lock:
         try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(lock, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
         except BlockingIOError:
             return False
+        if runtime.ready():  # built by the holder waited for
+            return True
         compiler = tools.host_compiler("g++")
         common = [compiler, *BASE_FLAGS, *include_flags()]
         if not runtime.header.exists() or runtime.header.read_text() != PCH_WRAPPER:
@@ -142,12 +162,14 @@ def _prebuild(runtime: PrebuiltRuntime, timeout_s: float) -> bool:
         source = runtime.folder / "cudaperf_runtime.cpp"
         if not source.exists():
             write_atomic(source, RUNTIME_OBJECT_SOURCE.encode())
-        jobs = []  # the object first: builds can link it before the precompiled header exists
-        if not runtime.runtime_object.exists():
-            jobs.append(([*common, "-c", str(source)], runtime.runtime_object))
+        jobs = []  # the longer first; the object is ready first (builds can link it before the PCH exists)
         if not runtime.gch.exists():
             jobs.append(([*common, *PCH_FLAGS, "-x", "c++-header", str(runtime.header)], runtime.gch))
-        failures = [log for log in (_compile_to(command, target, timeout_s) for command, target in jobs) if log]
+        if not runtime.runtime_object.exists():
+            jobs.append(([*common, "-c", str(source)], runtime.runtime_object))
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            logs = list(pool.map(lambda job: _compile_to(job[0], job[1], timeout_s), jobs))
+        failures = [log for log in logs if log]
         if failures:
             write_atomic(runtime.folder / "prebuild.log", "\n\n".join(failures).encode())
         return not failures

@@ -35,14 +35,15 @@ _CODE = re.compile(r" \(code offset (0x[0-9a-f]+)\)")
 
 
 def build_race_check(
-    task: Task, code: str, timeout_s: float, cancel: threading.Event | None = None
+    task: Task, code: str, timeout_s: float, cancel: threading.Event | None = None, linked: bool | None = None
 ) -> BuildResult | None:
     """The submission's instrumented build; None when the CPU backend refuses its source (the ordinary
-    build says why). Cancelled with ``cancel`` (the evaluation ended before its race check)."""
+    build says why). Cancelled with ``cancel`` (the evaluation ended before its race check); ``linked``
+    as for :func:`~cudaperf_env.backends.cpu.compiler.build_cpu`."""
     passed = prepass(code, entry=task.entry)
     if passed.rejections:
         return None
-    return build_cpu(shim_first(task, passed.source, "cuda"), timeout_s, cancel, racecheck=True)
+    return build_cpu(shim_first(task, passed.source, "cuda"), timeout_s, cancel, racecheck=True, linked=linked)
 
 
 def run_race_check(

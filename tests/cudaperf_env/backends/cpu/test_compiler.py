@@ -174,6 +174,36 @@ def test_the_race_check_build_reads_the_same_precompiled_header(cold_cache: list
     assert "not used because `__SANITIZE_THREAD__' is defined" in warnings(with_macro)
 
 
+def test_the_backend_builds_the_runtime_first_on_a_cold_cache_once_for_all(cold_cache: list[str],
+                                                                          tmp_path: Path) -> None:  # fmt: skip
+    """A cold first step's builds (here a group of three, and their race-check builds) wait for one prebuild
+    and link it: nothing left for a background prebuild, nothing header-only."""
+    from cudaperf_env.backends.cpu.backend import CpuBackend
+
+    backend, sources = CpuBackend(), [f"// variant {i}\n{REDUCE}" for i in range(3)]
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        builds = list(pool.map(lambda code: backend.build(SAXPY, code), sources))
+        races = list(pool.map(lambda code: backend.race_build(SAXPY, code), sources))
+    runtime = compiler.prebuilt_runtime()
+    assert runtime.ready() and cold_cache == []  # no detached prebuild was started
+    assert all(b.ok for b in builds + races), [b.log for b in builds + races]
+    header_only = compiler.build_cpu(wrap(SAXPY, prepass(sources[0]).source, "cuda"), linked=False)
+    assert header_only.library not in {b.library for b in builds}  # the linked builds are other entries
+    for i, b in enumerate(builds):
+        (tmp_path / str(i)).mkdir()
+        assert b.library is not None and saxpy_is_correct(b.library, tmp_path / str(i))
+
+
+def test_a_failed_prebuild_leaves_the_backend_header_only(cold_cache: list[str], tmp_path: Path) -> None:
+    from cudaperf_env.backends.cpu.backend import CpuBackend
+
+    runtime = compiler.prebuilt_runtime()
+    (runtime.folder / "prebuild.log").write_text("g++: internal compiler error\n")
+    built = CpuBackend().build(SAXPY, SAXPY.implementation("naive").source)
+    assert built.ok and not runtime.linkable() and cold_cache == []
+    assert built.library is not None and saxpy_is_correct(built.library, tmp_path)
+
+
 def test_the_prebuilt_runtime_is_keyed_by_compiler_and_headers(monkeypatch: pytest.MonkeyPatch) -> None:
     compiler._prebuilt_key.cache_clear()
     first = compiler._prebuilt_key()
