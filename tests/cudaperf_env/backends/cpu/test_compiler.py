@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -51,6 +52,15 @@ def cold_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return started
 
 
+@pytest.fixture(scope="module")
+def prebuilt(tmp_path_factory: pytest.TempPathFactory) -> Iterator[compiler.PrebuiltRuntime]:
+    """A cache directory with the runtime prebuilt, shared by the tests that need one (a prebuild is ~5 CPU-s)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CUDAPERF_CACHE_DIR", str(tmp_path_factory.mktemp("prebuilt") / "cache"))
+        assert compiler.prebuild()
+        yield compiler.prebuilt_runtime()
+
+
 def build(code: str) -> Path:
     result = compiler.build_cpu(wrap(SAXPY, prepass(code).source, "cuda"))
     assert result.ok and result.library is not None, result.log
@@ -83,9 +93,10 @@ def test_after_the_prebuild_submissions_link_the_runtime_object(cold_cache: list
     assert saxpy_is_correct(build(REDUCE), tmp_path)
 
 
-def test_builds_with_and_without_the_precompiled_header_share_a_cache_entry(cold_cache: list[str]) -> None:
-    assert compiler.prebuild()
-    runtime = compiler.prebuilt_runtime()
+def test_builds_with_and_without_the_precompiled_header_share_a_cache_entry(prebuilt: compiler.PrebuiltRuntime,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(compiler, "_start_prebuild", lambda folder: None)  # prebuilt below, in the test
+    runtime = prebuilt
     runtime.gch.unlink()  # linkable, the header read as text
     code = wrap(SAXPY, prepass(REDUCE).source, "cuda")
     text = compiler.build_cpu(code)
@@ -104,9 +115,9 @@ def test_concurrent_cold_builds_are_correct_and_start_one_prebuild(cold_cache: l
         assert saxpy_is_correct(library, tmp_path / str(i))
 
 
-def test_the_prebuilt_header_leaves_only_declarations_of_the_runtime(cold_cache: list[str], tmp_path: Path) -> None:
-    assert compiler.prebuild()
-    runtime = compiler.prebuilt_runtime()
+def test_the_prebuilt_header_leaves_only_declarations_of_the_runtime(prebuilt: compiler.PrebuiltRuntime,
+                                                                    tmp_path: Path) -> None:  # fmt: skip
+    runtime = prebuilt
     unit = tmp_path / "unit.cpp"
     unit.write_text(wrap(SAXPY, prepass(REDUCE).source, "cuda"))
     obj = tmp_path / "unit.o"
@@ -154,10 +165,10 @@ def test_a_cold_build_starts_a_detached_prebuild_that_finishes(tmp_path: Path, m
     assert saxpy_is_correct(build(REDUCE), tmp_path)
 
 
-def test_the_race_check_build_reads_the_same_precompiled_header(cold_cache: list[str], tmp_path: Path) -> None:
+def test_the_race_check_build_reads_the_same_precompiled_header(prebuilt: compiler.PrebuiltRuntime,
+                                                                tmp_path: Path) -> None:  # fmt: skip
     """One PCH for both builds: g++ refuses it where a flag or macro differs, and says so (-Winvalid-pch)."""
-    assert compiler.prebuild()
-    runtime = compiler.prebuilt_runtime()
+    runtime = prebuilt
     unit = tmp_path / "unit.cpp"
     unit.write_text(wrap(SAXPY, prepass(REDUCE).source, "cuda"))
     base = [f for f in compiler.BASE_FLAGS if f != "-w"]  # -w would hide the warning looked for
