@@ -4,10 +4,12 @@ Three measures on a starter task: the first step on a cold cache (a fresh
 ``CUDAPERF_CACHE_DIR``: runtime, reference and both compilers built on the way; the second
 step of that episode is recorded too), a step with a new source on a warm cache (sources
 differ by a comment, so nvcc and g++ both rebuild) and a step with a source seen before.
-Every sample runs in a fresh process whose ``PYTHONPATH`` is one of the two trees, and the
-trees alternate, so that other load on the machine falls on both alike; medians and the
-ratio base / new are reported. Background work a tree leaves behind (the new code prebuilds
-its runtime in a detached process after a cold step) is waited for before the next sample.
+Each is recorded in wall seconds and in CPU seconds (``<measure>_cpu``: the process and the
+compilers and workers it waited for; a background prebuild is not counted). Every sample runs
+in a fresh process whose ``PYTHONPATH`` is one of the two trees, and the trees alternate, so
+that other load on the machine falls on both alike; medians and the ratio base / new are
+reported. Background work a tree leaves behind (a detached runtime prebuild after a cold step)
+is waited for before the next sample.
 
 Run::
 
@@ -23,6 +25,7 @@ import fcntl
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -49,22 +52,32 @@ def worker(mode: str, task_id: str, repeats: int) -> dict[str, Any]:
     source = task.implementation(task.baseline).source
     stamp = time.time_ns()
 
-    def timed(code: str) -> float:
-        start = time.perf_counter()
-        info = env.step(f"```cuda\n{code}```")[4]
-        elapsed = time.perf_counter() - start
-        assert str(info["status"]) in ("ok", "Status.OK"), info
-        return elapsed
+    def cpu_seconds() -> float:
+        """This process's CPU time and its waited-for children's (compilers, workers)."""
+        own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
     out: dict[str, Any] = {"package": str(Path(cudaperf_env.__file__).parent)}
+
+    def timed(measure: str, code: str) -> None:
+        start, cpu = time.perf_counter(), cpu_seconds()
+        info = env.step(f"```cuda\n{code}```")[4]
+        elapsed, used = time.perf_counter() - start, cpu_seconds() - cpu
+        assert str(info["status"]) in ("ok", "Status.OK"), info
+        if measure:
+            out.setdefault(measure, []).append(elapsed)
+            out.setdefault(f"{measure}_cpu", []).append(used)  # less sensitive to other load than wall time
+
     if mode == "cold":
-        out["cold_first_step"] = [timed(f"// cold {stamp}\n{source}")]
-        out["cold_second_step"] = [timed(f"// second {stamp}\n{source}")]
+        timed("cold_first_step", f"// cold {stamp}\n{source}")
+        timed("cold_second_step", f"// second {stamp}\n{source}")
         return out
-    timed(f"// warm-up {stamp}\n{source}")  # expected outputs are computed once per process
-    out["new_source"] = [timed(f"// variant {stamp}-{i}\n{source}") for i in range(repeats)]
-    timed(source)
-    out["cached_source"] = [timed(source) for _ in range(repeats)]
+    timed("", f"// warm-up {stamp}\n{source}")  # expected outputs are computed once per process
+    for i in range(repeats):
+        timed("new_source", f"// variant {stamp}-{i}\n{source}")
+    timed("", source)
+    for _ in range(repeats):
+        timed("cached_source", source)
     return out
 
 

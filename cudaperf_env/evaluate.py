@@ -173,14 +173,18 @@ def screen_source(ctx: Context) -> Context | Evaluation:
 
 
 def launch(ctx: Context) -> Context | Evaluation:
-    """Start the overlapping work: nvcc check, backend build, expected outputs, the worker."""
+    """Start the overlapping work: nvcc check, backend build (and race-check build), expected outputs, the worker."""
     task, code, options = ctx.task, _code(ctx), ctx.options
-    configs = task.correctness_configs if options.run_hidden else task.configs
-    ctx.jobs = [Job(c, task_inputs(task, c, ctx.seed)) for c in configs]
-    (ctx.workdir / "ref").mkdir()
+    # the compilers first: they are the step's critical path, the inputs are made while they run
     ctx.pending["check"] = ctx.pool.submit(compile_check, kind_of(task).harness(task, code), options.arch,
                                            options.compile_timeout_s, ctx.cancel)  # fmt: skip
     ctx.pending["build"] = ctx.pool.submit(ctx.backend.build, task, code, ctx.cancel)
+    race_build = getattr(ctx.backend, "race_build", None)
+    if race_build is not None and options.racecheck:  # beside the build; cancelled if the evaluation ends first
+        ctx.pending["race_build"] = ctx.pool.submit(race_build, task, code, ctx.cancel)
+    configs = task.correctness_configs if options.run_hidden else task.configs
+    ctx.jobs = [Job(c, task_inputs(task, c, ctx.seed)) for c in configs]
+    (ctx.workdir / "ref").mkdir()
     ctx.pending["expected"] = ctx.pool.submit(ctx.reference.expected, task, ctx.jobs, ctx.seed, ctx.workdir / "ref")
     ctx.worker = ctx.backend.start_worker(ctx.workdir)
     return ctx
@@ -199,11 +203,12 @@ def check_compiles(ctx: Context) -> Context | Evaluation:
 
 
 def _discard_build(ctx: Context) -> None:
-    """nvcc refused the code: stop the backend's build started beside it, and keep nothing of it in the cache."""
+    """nvcc refused the code: stop the backend's builds started beside it, and keep nothing of them in the cache."""
     ctx.cancel.set()
-    built: Build = ctx.pending["build"].result()
-    if built.ok and not built.cached and built.library is not None:
-        built.library.unlink(missing_ok=True)
+    for name in ("build", "race_build"):
+        built: Build | None = ctx.pending[name].result() if name in ctx.pending else None
+        if built is not None and built.ok and not built.cached and built.library is not None:
+            built.library.unlink(missing_ok=True)
 
 
 def build(ctx: Context) -> Context | Evaluation:
@@ -301,12 +306,14 @@ def perturb_schedules(ctx: Context) -> Context | Evaluation:
 def check_races(ctx: Context) -> Context | Evaluation:
     """The smallest configuration under the backend's shadow-memory race detector (CPU backend)."""
     race_check = getattr(ctx.backend, "race_check", None)
-    if race_check is None or not ctx.options.racecheck or ctx.worker is None or not ctx.jobs:
+    if race_check is None or "race_build" not in ctx.pending or ctx.worker is None or not ctx.jobs:
         return ctx
     started = time.perf_counter()
+    built: Build = ctx.pending["race_build"].result()  # started in launch
+    ctx.seconds["racecheck_build"] = built.seconds
     index = min(range(len(ctx.jobs)), key=lambda k: _elements(ctx.jobs[k]))
     write_resources(ctx.workdir, ctx.result.kernels, ctx.options.arch, racecheck=True)
-    result = race_check(ctx.task, _code(ctx), ctx.jobs[index], ctx.workdir, ctx.worker)
+    result = race_check(ctx.task, built, ctx.jobs[index], ctx.workdir, ctx.worker)
     ctx.seconds["racecheck"] = time.perf_counter() - started
     if result is not None and result.crash_kind == "race":
         return ctx.finish(Status.WRONG_ANSWER, f"race: {result.message}; make the threads' accesses atomic or "
@@ -420,7 +427,7 @@ class Evaluator:
 
     def _evaluate(self, task: Task, action: str, seed: int) -> Evaluation:
         workdir = scratch_dir()
-        pool = ThreadPoolExecutor(max_workers=3)
+        pool = ThreadPoolExecutor(max_workers=4)  # nvcc check, build, race-check build, expected outputs
         ctx = Context(task, action, seed, self.backend, self.options, self.reference, workdir, pool,
                       Evaluation(Status.OK, "", self.backend.name, arch=self.options.arch))  # fmt: skip
         try:

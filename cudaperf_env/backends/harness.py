@@ -2,10 +2,12 @@
 
 The declaration is prepended to the user's code, so a wrong signature is a
 compile error that says so and a forgotten ``extern "C"`` still links. The worker
-calls the shim with an array of argument pointers. Builds that run put the shim in
-a translation unit of its own (:func:`units`), so no macro or declaration of the
-submission can rewrite it; the compile check, which runs nothing, reads the single
-unit :func:`wrap` makes.
+calls the shim with an array of argument pointers. Builds that run put the shim where
+no macro or declaration of the submission can rewrite it: before the submission in
+one translation unit (:func:`shim_first`: the CPU backend, which then parses its
+runtime header once per build instead of twice), or in a unit of its own
+(:func:`units`: the CUDA backend); the compile check, which runs nothing, reads the
+single unit :func:`wrap` makes.
 """
 
 from __future__ import annotations
@@ -71,3 +73,14 @@ def units(task: Task, user_code: str, language: str = "cuda", filename: str = "s
     submission = entry_declaration(task, language) + f'#line 1 "{filename}"\n' + user_code
     harness = entry_declaration(task, language) + call_shim(task, language)
     return submission + ("" if submission.endswith("\n") else "\n"), harness
+
+
+def shim_first(task: Task, user_code: str, language: str = "cuda", filename: str = "submission.cu") -> str:
+    """Declaration + shim + user code (line numbers kept): one translation unit the submission cannot rewrite.
+
+    Macros act only on the text after their definition and the shim's calls are resolved where
+    they stand, so nothing the user code defines reaches the shim (as with :func:`units`), while
+    the build reads the headers once.
+    """
+    code = user_code + ("" if user_code.endswith("\n") else "\n")
+    return entry_declaration(task, language) + call_shim(task, language) + f'#line 1 "{filename}"\n' + code

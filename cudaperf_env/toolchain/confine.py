@@ -21,6 +21,7 @@ import secrets
 import shutil
 import subprocess
 import sys
+import threading
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -36,6 +37,8 @@ SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", 
 # Random user ids come from here: far above any account, one per confined process
 # tree, so that a process limit and file ownership are that evaluation's alone.
 UID_RANGE = (1_500_000_000, 2_000_000_000)
+# The first step's threads (nvcc check, builds, worker) all ask for the launcher at once: one builds it.
+_LAUNCHER_BUILD = threading.Lock()
 
 
 class ConfinementWarning(RuntimeWarning):
@@ -193,9 +196,14 @@ def launch_command(spec: dict[str, Any], argv: Sequence[str]) -> list[str]:
     return [*command, "--", *argv]
 
 
-@lru_cache(maxsize=1)
 def launcher_binary() -> Path | None:
     """The C launcher, built from ``confine.c`` into the cache once (None where no C compiler works)."""
+    with _LAUNCHER_BUILD:  # held while it builds: the other threads then find it built
+        return _launcher_binary()
+
+
+@lru_cache(maxsize=1)
+def _launcher_binary() -> Path | None:
     from cudaperf_env.toolchain.cache import cache_dir, digest
 
     source = LAUNCHER_SOURCE.read_bytes()

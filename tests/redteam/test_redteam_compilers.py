@@ -116,13 +116,16 @@ def test_the_cache_evicts_least_recently_used_entries_down_to_its_bound(tmp_path
 
 
 def test_nothing_is_cached_for_code_nvcc_refuses(tmp_path):
-    """The backend's build runs beside the nvcc check; when nvcc refuses the code, what it built is dropped
-    (a cache hit stays: it was made for another evaluation)."""
+    """The backend's builds (ordinary and race-check) run beside the nvcc check; when nvcc refuses the code,
+    what they built is dropped (a cache hit stays: it was made for another evaluation)."""
     for cached in (False, True):
-        library = tmp_path / f"lib-{cached}.so"
-        library.write_bytes(b"ELF")
-        done: Future = Future()
-        done.set_result(Build(True, library, cached=cached))
-        ctx = SimpleNamespace(cancel=threading.Event(), pending={"build": done})
+        pending = {}
+        for name in ("build", "race_build"):
+            done: Future = Future()
+            done.set_result(Build(True, tmp_path / f"{name}-{cached}.so", cached=cached))
+            done.result().library.write_bytes(b"ELF")
+            pending[name] = done
+        ctx = SimpleNamespace(cancel=threading.Event(), pending=pending)
         _discard_build(ctx)  # type: ignore[arg-type]
-        assert ctx.cancel.is_set() and library.exists() == cached
+        assert ctx.cancel.is_set()
+        assert [f.result().library.exists() for f in pending.values()] == [cached, cached]

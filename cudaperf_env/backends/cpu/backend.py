@@ -10,11 +10,11 @@ from pathlib import Path
 
 from cudaperf_env.backends.base import Build, CallResult, Capabilities, Job, Worker
 from cudaperf_env.backends.cpu import imports
-from cudaperf_env.backends.cpu.compiler import build_cpu
+from cudaperf_env.backends.cpu.compiler import build_cpu, ensure_prebuilt
 from cudaperf_env.backends.cpu.prepass import prepass
-from cudaperf_env.backends.cpu.racecheck import run_race_check
+from cudaperf_env.backends.cpu.racecheck import build_race_check, run_race_check
 from cudaperf_env.backends.execute import call_once, run_jobs
-from cudaperf_env.backends.harness import units
+from cudaperf_env.backends.harness import shim_first
 from cudaperf_env.backends.sandbox import WorkerProcess
 from cudaperf_env.source.screen import Finding
 from cudaperf_env.tasks.schema import Task
@@ -53,10 +53,20 @@ class CpuBackend:
         if passed.rejections:
             unsupported = tuple(Finding(r.line, r.construct, r.message) for r in passed.rejections)
             return Build(False, unsupported=unsupported)
-        # the harness shim in a unit of its own: no macro of the submission reaches it
-        result = build_cpu(units(task, passed.source, "cuda"), self.build_timeout_s, cancel, check=imports.check)
+        linked = ensure_prebuilt()  # one mode for the build and its symbol check's baseline
+        # the shim before the submission: no macro of the submission reaches it
+        result = build_cpu(shim_first(task, passed.source, "cuda"), self.build_timeout_s, cancel,
+                           check=imports.checker(linked), linked=linked)  # fmt: skip
+        imports.settle(linked)  # the baseline's build (a cold cache only) ends with this evaluation
         if result.refused:  # the symbol check: calls into the system the screen did not see
             return Build(False, log=result.log, unsupported=(Finding(0, "symbols", result.refused),))
+        return Build(result.ok, result.library, result.log, (), result.seconds, result.cached)
+
+    def race_build(self, task: Task, code: str, cancel: threading.Event | None = None) -> Build:
+        """The race check's instrumented build of ``code`` (:meth:`race_check` runs it), made beside :meth:`build`."""
+        result = build_race_check(task, code, self.build_timeout_s, cancel, linked=ensure_prebuilt())
+        if result is None:
+            return Build(False)
         return Build(result.ok, result.library, result.log, (), result.seconds, result.cached)
 
     def start_worker(self, workdir: Path) -> WorkerProcess:
@@ -81,7 +91,8 @@ class CpuBackend:
         assert isinstance(worker, WorkerProcess), "rerun() takes the worker run() used"
         return call_once(worker, task, job, workdir / f"buffers-{tag}.bin", self.timeout_s)
 
-    def race_check(self, task: Task, code: str, job: Job, workdir: Path, worker: Worker) -> CallResult | None:
-        """``job`` once under the shadow-memory race detector (:mod:`cudaperf_env.backends.cpu.racecheck`)."""
+    def race_check(self, task: Task, build: Build, job: Job, workdir: Path, worker: Worker) -> CallResult | None:
+        """``job`` once under the shadow-memory race detector (:mod:`cudaperf_env.backends.cpu.racecheck`),
+        with the library :meth:`race_build` made; None when that build failed."""
         assert isinstance(worker, WorkerProcess), "race_check() takes the worker run() used"
-        return run_race_check(task, code, job, workdir, worker, self.timeout_s, self.build_timeout_s)
+        return run_race_check(build.library if build.ok else None, task, job, workdir, worker, self.timeout_s)

@@ -5,9 +5,10 @@ Fixed flags (never the user's) and builds cached by content. The runtime's out-o
 compiler, into a *runtime object* linked into every submission, beside a precompiled header
 that leaves only its declarations in the submission (``CUDAPERF_PREBUILT_RUNTIME``, see
 ``include/cudaperf/config.h``): a submission's g++ then compiles little more than the
-submission itself. Builds on a cold cache are header-only (the least CPU time a first build
-can take); the first of them starts one detached, low-priority process that prebuilds both
-files (:func:`prebuild`), and every build after links them.
+submission itself. The race-check build (``racecheck``) shares both. The CPU backend builds
+them first on a cold cache (:func:`ensure_prebuilt`); other callers of :func:`build_cpu` on a
+cold cache build header-only, the first of them starting one detached, low-priority process
+that prebuilds both files (:func:`prebuild`), and every build after links them.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -43,10 +45,14 @@ RUNTIME_OBJECT_SOURCE = f"#define CUDAPERF_RUNTIME_OBJECT 1\n#include <{RUNTIME_
 LINK_FLAGS = ("-shared", "-Wl,-z,defs", "-Wl,-Bsymbolic")  # the entry binds to its own definition
 # The race-check build (include/cudaperf/racecheck.h): ThreadSanitizer's instrumentation calls the
 # runtime's own detector, which defines every __tsan_ entry point: -static-libtsan pulls nothing in.
-# -g1: line tables, so that a race names the source lines.
-# It has a precompiled header of its own (g++ ignores one built without these flags).
-RACECHECK_FLAGS = ("-fsanitize=thread", "--param=tsan-instrument-func-entry-exit=0", "-g1")
+# -g1: line tables, so that a race names the source lines. -U__SANITIZE_THREAD__: the headers are
+# read as in the ordinary build (instrumentation is applied to the code, whatever the macros), so
+# both builds share one precompiled header (g++ refuses a PCH where that macro differs).
+RACECHECK_FLAGS = ("-fsanitize=thread", "--param=tsan-instrument-func-entry-exit=0", "-g1", "-U__SANITIZE_THREAD__")
 RACECHECK_LINK_FLAGS = ("-static-libtsan",)
+# The precompiled header carries line tables for the race-check build's -g1; builds without -g use
+# it all the same (and emit no debug information).
+PCH_FLAGS = ("-g1",)
 PREBUILD_TIMEOUT_S = 600.0
 
 
@@ -82,15 +88,6 @@ class PrebuiltRuntime:
         return self.folder / "cudaperf_pch.h.gch"
 
     @property
-    def race_header(self) -> Path:
-        """The race-check build's copy of :attr:`header`, precompiled with :data:`RACECHECK_FLAGS`."""
-        return self.folder / "cudaperf_pch_race.h"
-
-    @property
-    def race_gch(self) -> Path:
-        return self.folder / "cudaperf_pch_race.h.gch"
-
-    @property
     def runtime_object(self) -> Path:
         return self.folder / "cudaperf_runtime.o"
 
@@ -110,8 +107,8 @@ class PrebuiltRuntime:
 @lru_cache(maxsize=1)
 def _prebuilt_key() -> str:
     compiler = tools.host_compiler("g++")
-    parts = (tools.version(compiler), runtime_version(), *BASE_FLAGS, PCH_WRAPPER, RUNTIME_OBJECT_SOURCE)
-    return digest("prebuilt-runtime/2", *parts)[:16]  # /2: files readable by confined compilers
+    parts = (tools.version(compiler), runtime_version(), *BASE_FLAGS, *PCH_FLAGS, PCH_WRAPPER, RUNTIME_OBJECT_SOURCE)
+    return digest("prebuilt-runtime/3", *parts)[:16]  # /3: one PCH for ordinary and race-check builds
 
 
 def prebuilt_runtime() -> PrebuiltRuntime:
@@ -119,26 +116,45 @@ def prebuilt_runtime() -> PrebuiltRuntime:
     return PrebuiltRuntime(cache_dir("runtime", _prebuilt_key()))
 
 
-def prebuild(timeout_s: float = PREBUILD_TIMEOUT_S) -> bool:
+def prebuild(timeout_s: float = PREBUILD_TIMEOUT_S, wait: bool = False) -> bool:
     """Build the precompiled header and the runtime object where missing; whether both exist.
 
     Safe from any number of threads and processes at once: one holds the folder's lock and
-    builds (the object, then the header), the others return False at once; every file appears
-    whole (written aside, then renamed). A failure is logged to ``prebuild.log`` in the folder
-    (builds then stay header-only; delete the folder to try again).
+    builds (the two files at once, one compiler each), the others return False at once, or with
+    ``wait`` wait for it to finish; every file appears whole (written aside, then renamed). A
+    failure is logged to ``prebuild.log`` in the folder (builds then stay header-only; delete the
+    folder to try again).
     """
     runtime = prebuilt_runtime()
-    return _prebuild(runtime, timeout_s) and runtime.ready()
+    return _prebuild(runtime, timeout_s, wait) and runtime.ready()
 
 
-def _prebuild(runtime: PrebuiltRuntime, timeout_s: float) -> bool:
-    """Under the folder's lock, build the runtime object, then the PCH, where missing; False when
-    another thread or process holds the lock, else whether both were built."""
+def ensure_prebuilt(timeout_s: float = PREBUILD_TIMEOUT_S) -> bool:
+    """Whether builds can link the prebuilt runtime, building it first (and waiting for whoever builds it) on a
+    cold cache: the mode the CPU backend builds submissions in.
+
+    A step on a cold cache then costs the runtime's two files (built at once: ~3 CPU-s, the
+    precompiled header) and small builds; header-only it would compile the runtime into each of
+    its builds (submission, race check, symbol-check baseline) and leave the next steps to do the
+    same until a background prebuild caught up (docs/cpu-backend.md, step latency). False only
+    where the prebuild failed (``prebuild.log``): builds are then header-only.
+    """
+    runtime = prebuilt_runtime()
+    if not runtime.ready() and not (runtime.folder / "prebuild.log").exists():
+        prebuild(timeout_s, wait=True)
+    return runtime.linkable()
+
+
+def _prebuild(runtime: PrebuiltRuntime, timeout_s: float, wait: bool = False) -> bool:
+    """Under the folder's lock, build the runtime object and the PCH where missing; False when another
+    thread or process holds the lock (and not ``wait``), else whether both exist."""
     with open(runtime.folder / "lock", "a") as lock:
         try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(lock, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
         except BlockingIOError:
             return False
+        if runtime.ready():  # built by the holder waited for
+            return True
         compiler = tools.host_compiler("g++")
         common = [compiler, *BASE_FLAGS, *include_flags()]
         if not runtime.header.exists() or runtime.header.read_text() != PCH_WRAPPER:
@@ -146,16 +162,14 @@ def _prebuild(runtime: PrebuiltRuntime, timeout_s: float) -> bool:
         source = runtime.folder / "cudaperf_runtime.cpp"
         if not source.exists():
             write_atomic(source, RUNTIME_OBJECT_SOURCE.encode())
-        jobs = []  # the object first: builds can link it before the precompiled header exists
+        jobs = []  # the longer first; the object is ready first (builds can link it before the PCH exists)
+        if not runtime.gch.exists():
+            jobs.append(([*common, *PCH_FLAGS, "-x", "c++-header", str(runtime.header)], runtime.gch))
         if not runtime.runtime_object.exists():
             jobs.append(([*common, "-c", str(source)], runtime.runtime_object))
-        if not runtime.gch.exists():
-            jobs.append(([*common, "-x", "c++-header", str(runtime.header)], runtime.gch))
-        if not runtime.race_header.exists():
-            write_atomic(runtime.race_header, PCH_WRAPPER.encode())
-        if not runtime.race_gch.exists():  # last: only race-check builds use it
-            jobs.append(([*common, *RACECHECK_FLAGS, "-x", "c++-header", str(runtime.race_header)], runtime.race_gch))
-        failures = [log for log in (_compile_to(command, target, timeout_s) for command, target in jobs) if log]
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            logs = list(pool.map(lambda job: _compile_to(job[0], job[1], timeout_s), jobs))
+        failures = [log for log in logs if log]
         if failures:
             write_atomic(runtime.folder / "prebuild.log", "\n\n".join(failures).encode())
         return not failures
@@ -194,7 +208,8 @@ def _start_prebuild(folder: str) -> None:
 
 
 def build_cpu(translation_unit: str | Sequence[str], timeout_s: float = 60.0, cancel: threading.Event | None = None,
-              check: Callable[[Path], str] | None = None, racecheck: bool = False) -> BuildResult:  # fmt: skip
+              check: Callable[[Path], str] | None = None, racecheck: bool = False,
+              linked: bool | None = None) -> BuildResult:  # fmt: skip
     """Compile a complete translation unit (pre-passed code + harness shim), or several, for the CPU runtime.
 
     Links the prebuilt runtime object once it exists (with its precompiled header once that
@@ -203,13 +218,14 @@ def build_cpu(translation_unit: str | Sequence[str], timeout_s: float = 60.0, ca
     CPU time a build can take without it, the same behaviour, a separate cache entry. The
     first such build starts :func:`prebuild` in a detached, low-priority process. The compiler
     runs confined; ``check`` (see ``toolchain/native.build_library``) may refuse what it built.
-    ``racecheck`` adds :data:`RACECHECK_FLAGS` (a separate cache entry).
+    ``racecheck`` adds :data:`RACECHECK_FLAGS` (a separate cache entry). ``linked`` fixes the mode
+    (True: link the prebuilt runtime, which must be :meth:`~PrebuiltRuntime.linkable`; False:
+    header-only); None takes the prebuilt runtime where it is linkable.
     """
     compiler = tools.host_compiler("g++")
     runtime = prebuilt_runtime()
-    if runtime.linkable():
-        header = runtime.race_header if racecheck and runtime.race_gch.exists() else runtime.header
-        runtime_flags = ["-include", str(header), str(runtime.runtime_object)]
+    if runtime.linkable() if linked is None else linked:
+        runtime_flags = ["-include", str(runtime.header), str(runtime.runtime_object)]
     else:
         runtime_flags = ["-include", RUNTIME_HEADER]
     race = [*RACECHECK_FLAGS, *RACECHECK_LINK_FLAGS] if racecheck else []
@@ -218,7 +234,6 @@ def build_cpu(translation_unit: str | Sequence[str], timeout_s: float = 60.0, ca
                            cancel=cancel, confine=Confinement(), visible=(runtime.folder,), check=check)  # fmt: skip
     # Started after this build, which it would slow down even niced (2 cores, measured). Not
     # again after a failure (prebuild.log): the same compiler and headers would fail the same way.
-    missing = not runtime.ready() or (racecheck and not runtime.race_gch.exists())
-    if missing and not (runtime.folder / "prebuild.log").exists():
+    if not runtime.ready() and not (runtime.folder / "prebuild.log").exists():
         _start_prebuild(str(runtime.folder))
     return result

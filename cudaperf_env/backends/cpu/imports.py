@@ -3,14 +3,20 @@
 The baseline is what the same build of a trivial submission imports (the runtime's own
 threads, fibers and signal handlers), measured once per runtime version and build mode,
 so the check follows the runtime as it changes. See ``toolchain/symbols.py``.
+
+On a cold cache the baseline's build is as long as the submission's, so :func:`baseline`
+starts it in a thread of its own beside the submission's build instead of after it.
 """
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, wait
 from functools import lru_cache
 from pathlib import Path
 
-from cudaperf_env.backends.cpu.compiler import build_cpu, prebuilt_runtime, runtime_version
+from cudaperf_env.backends.cpu.compiler import build_cpu, runtime_version
 from cudaperf_env.backends.cpu.prepass import prepass
 from cudaperf_env.toolchain.symbols import UnreadableLibrary, explain, refused, undefined_symbols
 
@@ -22,22 +28,59 @@ TRIVIAL = (
     '  if (e != cudaSuccess) snprintf(err, err_len, "%s", cudaGetErrorName(e));\n'
     "  return (int)e;\n}\n"
 )
+_STARTING = threading.Lock()  # one baseline build per runtime version and mode, whoever asks first
 
 
-def check(library: Path) -> str:
-    """Why ``library`` (a submission's CPU build) may not run: "" when its imports are allowed."""
+def checker(linked: bool) -> Callable[[Path], str]:
+    """The check of builds made in mode ``linked`` (see :func:`check`); starts their baseline now."""
+    future = baseline(linked)
+    return lambda library: check(library, future.result())
+
+
+def settle(linked: bool) -> None:
+    """Wait until the baseline of mode ``linked`` is measured (its compiler never outlives the evaluation
+    that started it, e.g. one whose own build failed first); never raises."""
+    wait([baseline(linked)])
+
+
+def check(library: Path, allowed: frozenset[str]) -> str:
+    """Why ``library`` (a submission's CPU build) may not run: "" when its imports are in ``allowed``
+    (the runtime's, :func:`baseline`) or on the allowlist."""
     try:
-        bad = refused(undefined_symbols(library), runtime_imports(runtime_version(), prebuilt_runtime().linkable()))
+        bad = refused(undefined_symbols(library), allowed)
     except (OSError, UnreadableLibrary) as exc:
         return f"the built library cannot be checked ({exc})"
     return explain(bad)
 
 
+def baseline(linked: bool) -> Future[frozenset[str]]:
+    """What a trivial submission's build imports in mode ``linked`` (the prebuilt runtime linked, or
+    header-only), for the current runtime version: built once per process, in a thread of its own."""
+    with _STARTING:
+        future = _baseline(runtime_version(), linked)
+        if future.running() or future.done():
+            return future
+        future.set_running_or_notify_cancel()
+    threading.Thread(target=_measure, args=(future, linked), daemon=True, name="cudaperf-imports").start()
+    return future
+
+
 @lru_cache(maxsize=4)
-def runtime_imports(version: str, linked: bool) -> frozenset[str]:
-    """What a trivial submission's build imports for this runtime ``version`` and mode (cached)."""
-    del version, linked  # the cache key: the build below is made with the current runtime and mode
-    result = build_cpu("#include <cstdio>\n" + prepass(TRIVIAL).source)
+def _baseline(version: str, linked: bool) -> Future[frozenset[str]]:
+    del version, linked  # the cache key
+    return Future()
+
+
+def _measure(future: Future[frozenset[str]], linked: bool) -> None:
+    try:
+        future.set_result(runtime_imports(linked))
+    except BaseException as exc:  # the waiting check re-raises it
+        future.set_exception(exc)
+
+
+def runtime_imports(linked: bool) -> frozenset[str]:
+    """What a trivial submission's build imports in mode ``linked`` (its build is cached on disk)."""
+    result = build_cpu("#include <cstdio>\n" + prepass(TRIVIAL).source, linked=linked)
     if not result.ok or result.library is None:
         return frozenset()  # then every runtime import is refused: a clear failure, not a silent pass
     return undefined_symbols(result.library)

@@ -3,9 +3,11 @@
 The submission is built again with ThreadSanitizer's instrumentation feeding the runtime's own
 detector (``include/cudaperf/racecheck.h``, CUDA's happens-before rules), loaded beside the
 candidate in the same worker, and called once on the smallest configuration with one worker
-thread. A race ends the call with the fatal kind ``race``; :func:`describe_race` turns the
-runtime's report (argument positions, byte offsets, code offsets) into buffer names, element
-indices and source lines.
+thread. The build (:func:`build_race_check`) needs only the source: the evaluation starts it
+beside the ordinary build and waits for it only when the race check runs (:func:`run_race_check`).
+A race ends the call with the fatal kind ``race``; :func:`describe_race` turns the runtime's
+report (argument positions, byte offsets, code offsets) into buffer names, element indices and
+source lines.
 """
 
 from __future__ import annotations
@@ -14,38 +16,49 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 
 from cudaperf_env.backends.base import CallResult, Job
 from cudaperf_env.backends.cpu.compiler import build_cpu
 from cudaperf_env.backends.cpu.prepass import prepass
 from cudaperf_env.backends.execute import call_once
-from cudaperf_env.backends.harness import wrap
+from cudaperf_env.backends.harness import shim_first
 from cudaperf_env.backends.sandbox import WorkerProcess
 from cudaperf_env.status import Status
 from cudaperf_env.tasks.schema import Task
+from cudaperf_env.toolchain.native import BuildResult
 
 LIBRARY_NAME = "racecheck"
 _ARGUMENT = re.compile(r"argument #(\d+) at byte (-?\d+)")
 _CODE = re.compile(r" \(code offset (0x[0-9a-f]+)\)")
 
 
+def build_race_check(
+    task: Task, code: str, timeout_s: float, cancel: threading.Event | None = None, linked: bool | None = None
+) -> BuildResult | None:
+    """The submission's instrumented build; None when the CPU backend refuses its source (the ordinary
+    build says why). Cancelled with ``cancel`` (the evaluation ended before its race check); ``linked``
+    as for :func:`~cudaperf_env.backends.cpu.compiler.build_cpu`."""
+    passed = prepass(code, entry=task.entry)
+    if passed.rejections:
+        return None
+    return build_cpu(shim_first(task, passed.source, "cuda"), timeout_s, cancel, racecheck=True, linked=linked)
+
+
 def run_race_check(
-    task: Task, code: str, job: Job, workdir: Path, worker: WorkerProcess, timeout_s: float, build_timeout_s: float
+    built: Path | None, task: Task, job: Job, workdir: Path, worker: WorkerProcess, timeout_s: float
 ) -> CallResult | None:
-    """Run ``job`` once under the race detector in ``worker``; None when the instrumented build fails.
+    """Run ``job`` once under the race detector in ``worker`` with ``built``, the library
+    :func:`build_race_check` made; None when there is none (the instrumented build failed).
 
     The caller writes the kernel resources file with ``racecheck 1`` first
     (:func:`cudaperf_env.backends.launch_limits.write_resources`).
     """
-    passed = prepass(code, entry=task.entry)
-    if passed.rejections:
-        return None
-    built = build_cpu(wrap(task, passed.source, "cuda"), build_timeout_s, racecheck=True)
-    if not built.ok or built.library is None:
+    if built is None:
         return None
     library = workdir / "racecheck.so"  # the worker's user may read its directory only
-    shutil.copyfile(built.library, library)
+    shutil.copyfile(built, library)
     library.chmod(0o755)
     load = {"op": "load", "lib": str(library), "name": LIBRARY_NAME, "threads": 1, "deterministic": True,
             "memory_bytes": 8 << 30, "uid": 65534 if os.geteuid() == 0 else None}  # fmt: skip

@@ -32,8 +32,8 @@ def broken(task: Task) -> str:
 
 @pytest.mark.parametrize("task", SAMPLE, ids=[t.id for t in SAMPLE])
 def test_sampled_task_end_to_end(evaluator, task: Task):
-    for impl in task.implementations:
-        e = evaluator.evaluate(task, impl.source, seed=23)
+    # judged together, as a GRPO group is: one submission's compilers overlap another's runs
+    *judged, wrong = evaluator.evaluate_many(task, [i.source for i in task.implementations] + [broken(task)], seed=23)
+    for impl, e in zip(task.implementations, judged, strict=True):
         assert (e.status, e.correct) == ("ok", True), f"{impl.name}: {e.message}\n{e.compile_log}"
-    e = evaluator.evaluate(task, broken(task), seed=23)
-    assert e.status == "wrong_answer", f"{e.status}: {e.message}"
+    assert wrong.status == "wrong_answer", f"{wrong.status}: {wrong.message}"

@@ -4,6 +4,7 @@ import os
 import shutil
 import signal
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -137,8 +138,14 @@ def test_the_c_launcher_refuses_system_calls_that_reach_past_the_sandbox(tmp_pat
     done, _ = run([str(tmp_path / "probe")], tmp_path)
     assert done.returncode == 0, done.stderr
     seen = dict(line.split("=") for line in done.stdout.split())
-    assert seen == {"ptrace": "EPERM", "unshare": "EPERM", "clone3": "ENOSYS", "perf": "EPERM",
-                    "thread": "ok", "fork": "ok"}  # fmt: skip  (threads and processes still work: clone)
+    assert seen == {
+        "ptrace": "EPERM",
+        "unshare": "EPERM",
+        "clone3": "ENOSYS",
+        "perf": "EPERM",
+        "thread": "ok",
+        "fork": "ok",
+    }  # fmt: skip  (threads and processes still work: clone)
 
 
 def test_the_seccomp_filter_can_be_left_out(monkeypatch):
@@ -148,3 +155,26 @@ def test_the_seccomp_filter_can_be_left_out(monkeypatch):
     assert "--no-seccomp" not in confine.launch_command(spec, ["/bin/true"])
     monkeypatch.setenv(confine.SECCOMP_ENV, "off")
     assert "--no-seccomp" in confine.launch_command(spec, ["/bin/true"])
+
+
+def test_threads_asking_for_the_launcher_at_once_build_it_once(tmp_path, monkeypatch):
+    """A first step's nvcc check, builds and worker all start confined processes at the same moment."""
+    if not (shutil.which("gcc") or shutil.which("cc")):
+        pytest.skip("no C compiler to build the launcher")
+    monkeypatch.setenv("CUDAPERF_CACHE_DIR", str(tmp_path / "cache"))
+    compiles = []
+    real_run = subprocess.run
+
+    def counted(command, *args, **kwargs):
+        compiles.append(command)
+        return real_run(command, *args, **kwargs)
+
+    monkeypatch.setattr(confine.subprocess, "run", counted)
+    confine._launcher_binary.cache_clear()
+    try:
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            binaries = list(pool.map(lambda _: confine.launcher_binary(), range(4)))
+    finally:
+        confine._launcher_binary.cache_clear()  # the next test's cache directory has its own
+    assert len(set(binaries)) == 1 and binaries[0] is not None and binaries[0].is_file()
+    assert len(compiles) == 1, compiles

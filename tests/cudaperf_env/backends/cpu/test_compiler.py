@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -51,6 +52,15 @@ def cold_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return started
 
 
+@pytest.fixture(scope="module")
+def prebuilt(tmp_path_factory: pytest.TempPathFactory) -> Iterator[compiler.PrebuiltRuntime]:
+    """A cache directory with the runtime prebuilt, shared by the tests that need one (a prebuild is ~5 CPU-s)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CUDAPERF_CACHE_DIR", str(tmp_path_factory.mktemp("prebuilt") / "cache"))
+        assert compiler.prebuild()
+        yield compiler.prebuilt_runtime()
+
+
 def build(code: str) -> Path:
     result = compiler.build_cpu(wrap(SAXPY, prepass(code).source, "cuda"))
     assert result.ok and result.library is not None, result.log
@@ -83,9 +93,10 @@ def test_after_the_prebuild_submissions_link_the_runtime_object(cold_cache: list
     assert saxpy_is_correct(build(REDUCE), tmp_path)
 
 
-def test_builds_with_and_without_the_precompiled_header_share_a_cache_entry(cold_cache: list[str]) -> None:
-    assert compiler.prebuild()
-    runtime = compiler.prebuilt_runtime()
+def test_builds_with_and_without_the_precompiled_header_share_a_cache_entry(prebuilt: compiler.PrebuiltRuntime,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(compiler, "_start_prebuild", lambda folder: None)  # prebuilt below, in the test
+    runtime = prebuilt
     runtime.gch.unlink()  # linkable, the header read as text
     code = wrap(SAXPY, prepass(REDUCE).source, "cuda")
     text = compiler.build_cpu(code)
@@ -104,9 +115,9 @@ def test_concurrent_cold_builds_are_correct_and_start_one_prebuild(cold_cache: l
         assert saxpy_is_correct(library, tmp_path / str(i))
 
 
-def test_the_prebuilt_header_leaves_only_declarations_of_the_runtime(cold_cache: list[str], tmp_path: Path) -> None:
-    assert compiler.prebuild()
-    runtime = compiler.prebuilt_runtime()
+def test_the_prebuilt_header_leaves_only_declarations_of_the_runtime(prebuilt: compiler.PrebuiltRuntime,
+                                                                    tmp_path: Path) -> None:  # fmt: skip
+    runtime = prebuilt
     unit = tmp_path / "unit.cpp"
     unit.write_text(wrap(SAXPY, prepass(REDUCE).source, "cuda"))
     obj = tmp_path / "unit.o"
@@ -137,8 +148,7 @@ def test_concurrent_prebuilds_in_several_processes_build_once(tmp_path: Path) ->
     folders = list((tmp_path / "cache" / "runtime").iterdir())
     assert len(folders) == 1
     names = sorted(p.name for p in folders[0].iterdir())
-    assert names == ["cudaperf_pch.h", "cudaperf_pch.h.gch", "cudaperf_pch_race.h", "cudaperf_pch_race.h.gch",
-                     "cudaperf_runtime.cpp", "cudaperf_runtime.o", "lock"]
+    assert names == ["cudaperf_pch.h", "cudaperf_pch.h.gch", "cudaperf_runtime.cpp", "cudaperf_runtime.o", "lock"]
 
 
 def test_a_cold_build_starts_a_detached_prebuild_that_finishes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -153,6 +163,56 @@ def test_a_cold_build_starts_a_detached_prebuild_that_finishes(tmp_path: Path, m
     with open(runtime.folder / "lock", "a") as lock:  # wait for the builder to exit
         fcntl.flock(lock, fcntl.LOCK_EX)
     assert saxpy_is_correct(build(REDUCE), tmp_path)
+
+
+def test_the_race_check_build_reads_the_same_precompiled_header(prebuilt: compiler.PrebuiltRuntime,
+                                                                tmp_path: Path) -> None:  # fmt: skip
+    """One PCH for both builds: g++ refuses it where a flag or macro differs, and says so (-Winvalid-pch)."""
+    runtime = prebuilt
+    unit = tmp_path / "unit.cpp"
+    unit.write_text(wrap(SAXPY, prepass(REDUCE).source, "cuda"))
+    base = [f for f in compiler.BASE_FLAGS if f != "-w"]  # -w would hide the warning looked for
+
+    def warnings(extra: tuple[str, ...]) -> str:
+        flags = [*base, *extra, *compiler.include_flags(), "-Winvalid-pch", "-include", str(runtime.header)]
+        done = subprocess.run(["g++", *flags, "-c", str(unit), "-o", str(tmp_path / "unit.o")], capture_output=True,
+                              text=True)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return done.stderr
+
+    assert "pch" not in warnings(()) and "pch" not in warnings(compiler.RACECHECK_FLAGS)
+    with_macro = tuple(f for f in compiler.RACECHECK_FLAGS if f != "-U__SANITIZE_THREAD__")
+    assert "not used because `__SANITIZE_THREAD__' is defined" in warnings(with_macro)
+
+
+def test_the_backend_builds_the_runtime_first_on_a_cold_cache_once_for_all(cold_cache: list[str],
+                                                                          tmp_path: Path) -> None:  # fmt: skip
+    """A cold first step's builds (here a group of three, and their race-check builds) wait for one prebuild
+    and link it: nothing left for a background prebuild, nothing header-only."""
+    from cudaperf_env.backends.cpu.backend import CpuBackend
+
+    backend, sources = CpuBackend(), [f"// variant {i}\n{REDUCE}" for i in range(3)]
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        builds = list(pool.map(lambda code: backend.build(SAXPY, code), sources))
+        races = list(pool.map(lambda code: backend.race_build(SAXPY, code), sources))
+    runtime = compiler.prebuilt_runtime()
+    assert runtime.ready() and cold_cache == []  # no detached prebuild was started
+    assert all(b.ok for b in builds + races), [b.log for b in builds + races]
+    header_only = compiler.build_cpu(wrap(SAXPY, prepass(sources[0]).source, "cuda"), linked=False)
+    assert header_only.library not in {b.library for b in builds}  # the linked builds are other entries
+    for i, b in enumerate(builds):
+        (tmp_path / str(i)).mkdir()
+        assert b.library is not None and saxpy_is_correct(b.library, tmp_path / str(i))
+
+
+def test_a_failed_prebuild_leaves_the_backend_header_only(cold_cache: list[str], tmp_path: Path) -> None:
+    from cudaperf_env.backends.cpu.backend import CpuBackend
+
+    runtime = compiler.prebuilt_runtime()
+    (runtime.folder / "prebuild.log").write_text("g++: internal compiler error\n")
+    built = CpuBackend().build(SAXPY, SAXPY.implementation("naive").source)
+    assert built.ok and not runtime.linkable() and cold_cache == []
+    assert built.library is not None and saxpy_is_correct(built.library, tmp_path)
 
 
 def test_the_prebuilt_runtime_is_keyed_by_compiler_and_headers(monkeypatch: pytest.MonkeyPatch) -> None:
