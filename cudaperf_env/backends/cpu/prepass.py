@@ -162,6 +162,7 @@ def prepass(source: str, filename: str = "submission.cu", entry: str | None = No
         edits.extend(_host_scope(unit, entry))
     shared_edits, shared_rejections = _dynamic_shared(unit)
     edits.extend(shared_edits)
+    edits.extend(_device_variables(unit))
     rejections.extend(shared_rejections)
     unique = sorted(set(rejections), key=lambda r: (r.line, r.construct, r.message))
     header = f'#line 1 "{_c_string(filename)}"\n'
@@ -284,6 +285,82 @@ def _dynamic_shared(unit: Unit) -> tuple[list[_Edit], list[Rejection]]:
         if edit is not None:
             edits.append(edit)
     return edits, rejections
+
+
+_VARIABLE_SPACES = frozenset({"__device__", "__constant__"})
+_VARIABLE_WORDS = frozenset({"__device__", "__constant__", "static", "volatile"})
+# Declarations left as they are: constants (usable in constant expressions), other storage, types, templates.
+_VARIABLE_SKIP = frozenset({"const", "constexpr", "extern", "__shared__", "__managed__", "template", "typedef",
+                            "using", "operator", "struct", "class", "union", "enum", "&", "&&", "auto"})  # fmt: skip
+
+
+def _device_variables(unit: Unit) -> list[_Edit]:
+    """``__device__ T name[dims] = init;`` at file or namespace scope -> a reference to device storage.
+
+    ``T (&name)[dims] = ::cudaperf::device_variable<T[dims]>(init);``: pages of their own that
+    device memory's separation covers, so host code touching the variable directly faults, as
+    it does not work on a GPU. Declarations this cannot rewrite faithfully are left as they are
+    (constants, several declarators, attributes, unsized arrays).
+    """
+    code, edits = unit.code, []
+    scopes: list[bool] = []  # per open brace: a namespace or extern "C" block (file scope continues)
+    start = 0  # first token of the current declaration
+    k = -1
+    while k + 1 < len(code):
+        k += 1
+        tok = code[k]
+        if tok.text == "{" and any(t.text == "=" for t in code[start:k]) and unit.partner[k] > k:
+            k = unit.partner[k]  # an initializer's braces
+        elif tok.text == "{":
+            head = [t.text for t in code[start:k]]
+            scopes.append(bool(head) and (head[0] == "namespace" or head[:2] == ["extern", '"C"']))
+            start = k + 1
+        elif tok.text == "}":
+            if scopes:
+                scopes.pop()
+            start = k + 1
+        elif tok.text == ";" and all(scopes):
+            edit = _device_variable_edit(unit.source, code[start : k + 1])
+            if edit is not None:
+                edits.append(edit)
+            start = k + 1
+        elif tok.text == ";":
+            start = k + 1
+    return edits
+
+
+def _device_variable_edit(source: str, decl: Sequence[Token]) -> _Edit | None:
+    texts = [t.text for t in decl[:-1]]
+    if not _VARIABLE_SPACES & set(texts) or _VARIABLE_SKIP & set(texts) or "(" in texts[: _index(texts, "=")]:
+        return None
+    eq = _index(texts, "=")
+    left, init = decl[:eq], decl[eq + 1 : -1]
+    depth = 0
+    for t in left:
+        depth += (t.text in ("[", "<", "(")) - (t.text in ("]", ">", ")"))
+        if t.text == "," and depth == 0:
+            return None  # several declarators
+    words = [t for t in left if t.text in _VARIABLE_WORDS]
+    rest = [t for t in left if t.text not in _VARIABLE_WORDS]
+    bracket = _index([t.text for t in rest], "[")
+    if bracket < 2 or rest[bracket - 1].kind != "ident":
+        return None
+    name, kind, dims = rest[bracket - 1], join_tokens(rest[: bracket - 1]), join_tokens(rest[bracket:])
+    if "[]" in dims.replace(" ", ""):
+        return None
+    quals = " ".join(t.text for t in words if t.text != "volatile")
+    volatile = "volatile " if any(t.text == "volatile" for t in words) else ""
+    value = join_tokens(init) if init else ""
+    target = f"{volatile}{kind}{dims}"
+    ref = f"(&{name.text}){dims}" if dims else f"& {name.text}"
+    text = f"{quals} {volatile}{kind} {ref} = ::cudaperf::device_variable<{target}>({value});"
+    first, last = decl[0].start, decl[-1].end
+    return first, last, text + "\n" * source.count("\n", first, last)
+
+
+def _index(items: Sequence[str], item: str) -> int:
+    """The position of ``item`` in ``items``, or ``len(items)``."""
+    return items.index(item) if item in items else len(items)
 
 
 def _specifiers_start(code: Sequence[Token], partner: Sequence[int], k: int) -> int:

@@ -363,3 +363,32 @@ def test_result_types_are_immutable() -> None:
     assert isinstance(result, PrepassResult)
     with pytest.raises(TypeError):
         result.kernels["k"] = True  # type: ignore[index]
+
+
+def test_device_variables_become_references_to_device_storage_and_keep_their_lines() -> None:
+    source = (
+        "typedef float T;\nconstexpr int K = 5;\n__constant__ T cw[K];\n__device__ float scale;\n"
+        "__device__ int table[4] = {1, 2,\n 3, 4};\nstatic __device__ volatile int flag = 0;\n"
+        "namespace ns { __device__ double z[2][3]; }\n"
+    )
+    out = prepass(source).source.split("\n", 1)[1]
+    assert out.count("\n") == source.count("\n")
+    assert "__constant__ T (&cw)[K] = ::cudaperf::device_variable<T[K]>();" in out
+    assert "__device__ float & scale = ::cudaperf::device_variable<float>();" in out
+    assert "__device__ int (&table)[4] = ::cudaperf::device_variable<int[4]>({1, 2, 3, 4});\n\n" in out
+    assert "static __device__ volatile int & flag = ::cudaperf::device_variable<volatile int>(0);" in out
+    assert "double (&z)[2][3] = ::cudaperf::device_variable<double[2][3]>();" in out
+
+
+@pytest.mark.parametrize("declaration", [
+    "__device__ const int N = 16;",  # a constant: usable in constant expressions, left alone
+    "__device__ int a, b;",  # several declarators
+    "__device__ float f(float x);",  # a function
+    "__device__ __align__(16) float v[4];",  # attributes
+    "__device__ int u[] = {1, 2};",  # an unsized array
+    "extern __device__ int e;",
+    "struct S { __device__ float g(); };",
+    "__global__ void k() { __device__ int local; }",
+])  # fmt: skip
+def test_device_declarations_it_cannot_rewrite_faithfully_are_left_alone(declaration: str) -> None:
+    assert "device_variable" not in prepass(declaration).source

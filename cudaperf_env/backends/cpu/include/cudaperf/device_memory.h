@@ -272,6 +272,53 @@ class DeviceDoor {
 
 }  // namespace detail
 
+// __device__ and __constant__ variables: the pre-pass turns `__device__ T name;` into a reference to
+// storage of whole pages made here, a device region like cudaMalloc memory, so host code that reads
+// or writes one directly (which on a GPU touches a host-side shadow, not the variable) faults as
+// any host access to device memory does; cudaMemcpyToSymbol and kernels reach it through doors.
+namespace detail {
+inline void* device_variable_storage(size_t bytes) {
+  size_t mapped = (bytes + 4095) & ~size_t(4095);
+  if (mapped == 0) mapped = 4096;
+  void* p = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    Line m;
+    m.str("out of memory for a __device__ variable");
+    fatal_exit_flush("abort", kExitAbort, m);
+  }
+  MutexLock lock(&g_device_mutex);
+  add_device_region(p, mapped, PROT_READ | PROT_WRITE, false, p, -1);
+  return p;
+}
+}  // namespace detail
+
+template <class T>
+T& device_variable() {  // zero-filled, as a global is, then value-initialised
+  using U = std::remove_cv_t<T>;
+  void* p = detail::device_variable_storage(sizeof(U));
+  if constexpr (std::is_array_v<U>) {
+    using E = std::remove_cv_t<std::remove_all_extents_t<U>>;
+    if constexpr (!std::is_trivially_default_constructible_v<E>)
+      std::uninitialized_value_construct_n(static_cast<E*>(p), sizeof(U) / sizeof(E));
+  } else if constexpr (!std::is_trivially_default_constructible_v<U>) {
+    new (p) U();
+  }
+  return *static_cast<T*>(p);
+}
+
+template <class T>
+T& device_variable(const std::remove_cv_t<T>& init) {
+  using U = std::remove_cv_t<T>;
+  void* p = detail::device_variable_storage(sizeof(U));
+  if constexpr (std::is_array_v<U>) {
+    using E = std::remove_cv_t<std::remove_all_extents_t<U>>;
+    std::uninitialized_copy_n(reinterpret_cast<const E*>(&init), sizeof(U) / sizeof(E), static_cast<E*>(p));
+  } else {
+    new (p) U(init);
+  }
+  return *static_cast<T*>(p);
+}
+
 // What the pre-pass puts at the top of the entry function: the entry's pointer arguments are
 // device pointers, and device memory is closed to host code until the entry returns.
 class HostScope {
