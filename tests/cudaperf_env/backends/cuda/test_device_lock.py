@@ -68,15 +68,14 @@ def test_threads_of_one_process_take_turns_and_the_lock_pickles(tmp_path):
     lock = DeviceLock("card", tmp_path)
     copy = pickle.loads(pickle.dumps(lock))
     assert copy.path == lock.path
-    with lock:
-        with pytest.raises(BlockingIOError):  # the copy's own descriptor conflicts: flock is per open file
-            import fcntl
+    with lock, pytest.raises(BlockingIOError):  # the copy's own descriptor conflicts: flock is per open file
+        import fcntl
 
-            fd = os.open(copy.path, os.O_RDWR)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            finally:
-                os.close(fd)
+        fd = os.open(copy.path, os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(fd)
     with copy:
         pass
 
