@@ -33,7 +33,8 @@ def check(task, got, want, got_count=0, want_count=0):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.floats(-1e3, 1e3, width=32), min_size=1, max_size=64), st.randoms(use_true_random=False))
+@given(st.lists(st.integers(-1000, 1000).map(lambda v: v / 4), min_size=1, max_size=64),  # apart beyond tolerance
+       st.randoms(use_true_random=False))
 def test_every_permutation_passes_multiset_and_only_the_sorted_one_passes_sorted(values, rng):
     want = np.array(values, np.float32)
     perm = want.copy()
