@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
+from cudaperf_env.errors import BackendUnavailableError
 from cudaperf_env.evaluate import STAGES, EvalOptions, Evaluation, Evaluator
 from cudaperf_env.status import Status
 from cudaperf_env.tasks.schema import Task
@@ -103,7 +104,11 @@ class EvaluatorPool:
                  private_caches: bool = True, init_kwargs: Mapping[str, Any] | None = None,
                  backend_options: Mapping[str, Any] | None = None,
                  skip_stages: Sequence[str] = ()) -> None:  # fmt: skip
-        import ray
+        try:
+            import ray
+        except ImportError as exc:
+            raise BackendUnavailableError(
+                f"the Ray evaluator pool needs ray: pip install 'cudaperf-env[ray]' ({exc})") from exc
 
         if not ray.is_initialized():
             ray.init(address=address, include_dashboard=False, log_to_driver=False, **dict(init_kwargs or {}))

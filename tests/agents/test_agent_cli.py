@@ -2,11 +2,13 @@
 
 import argparse
 import json
+import sys
 
 import pytest
 
 import agents.cli as cli
 from agents.policies import ScriptedPolicy
+from cudaperf_env.errors import BackendUnavailableError
 from cudaperf_env.tasks import load_tasks
 
 TASK = load_tasks()["c2cuda/saxpy_f32"]
@@ -49,3 +51,10 @@ def test_evaluate_reports_on_an_existing_trajectory_file(scripted, tmp_path, cap
 def test_agent_run_needs_a_task_or_split():
     with pytest.raises(SystemExit):
         run(["agent", "run", "--backend", "cpu"])
+
+
+def test_ray_flag_without_ray_says_what_to_install(scripted, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
+    with pytest.raises(BackendUnavailableError, match=r"pip install 'cudaperf-env\[ray\]'"):
+        run(["agent", "run", "--task", TASK.id, "--backend", "cpu", "--turns", "1", "--ray", "local",
+             "--out", str(tmp_path / "t.jsonl")])
