@@ -1,4 +1,4 @@
-"""``cudaperf dataset build|card|stats``: the dataset commands, added to the project CLI's subparsers.
+"""``cudaperf dataset build|card|stats|variants``: the dataset commands, added to the project CLI's subparsers.
 
 Also runnable alone: ``python -m cudaperf_env.datagen.cli build ...``.
 """
@@ -48,6 +48,23 @@ def add_dataset_commands(subparsers: Any) -> None:
     p.add_argument("--path", type=Path, default=None, help="data file (default: the shipped file of --kind)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(run=_stats)
+    _add_variants_command(sub)
+
+
+def _add_variants_command(sub: Any) -> None:
+    from cudaperf_env.datagen.variant_verify import DONE_FILE, RESULTS_FILE, VARIANTS_FILE
+
+    p = sub.add_parser("variants", help="knob variants of the dataset's implementations, verified on the CPU backend")
+    p.add_argument("--split", choices=("train", "validation", "test"), default="train", help="tasks of this split")
+    p.add_argument("--limit", type=int, default=None, help="at most this many tasks (in the labeller's hashed order)")
+    p.add_argument("--per-impl", type=int, default=4, help="variants chosen per implementation")
+    p.add_argument("--seed", type=int, default=0, help="seed of the choice")
+    p.add_argument("--workers", type=int, default=1, help="verification processes")
+    p.add_argument("--done", type=Path, default=DONE_FILE, help="log of verified records (resume; appended to)")
+    p.add_argument("--out", type=Path, default=VARIANTS_FILE, help="variant data file (verified-correct only)")
+    p.add_argument("--results", type=Path, default=RESULTS_FILE, help="results JSON (failures by knob, seconds)")
+    p.add_argument("--deadline-s", type=float, default=None, help="stop starting variants after this many seconds")
+    p.set_defaults(run=_variants)
 
 
 def _build(args: argparse.Namespace) -> int:
@@ -101,6 +118,48 @@ def _stats(args: argparse.Namespace) -> int:
     for key, value in stats.items():
         table.add_row(key, json.dumps(value) if isinstance(value, (dict, list)) else str(value))
     Console().print(table)
+    return 0
+
+
+def _variants(args: argparse.Namespace) -> int:
+    import time
+
+    from cudaperf_env.datagen.label import label_order
+    from cudaperf_env.datagen.variant_verify import (
+        VariantRunConfig,
+        compact_log,
+        read_log,
+        run,
+        summarize,
+        write_variants,
+    )
+    from cudaperf_env.dataset.load import load_dataset
+
+    config = VariantRunConfig(split=args.split, limit=args.limit, per_impl=args.per_impl, seed=args.seed,
+                              workers=args.workers, done=args.done, out=args.out, results=args.results)  # fmt: skip
+    tasks = label_order(load_dataset(args.split, labels=False).values())[: args.limit]
+    deadline = time.time() + args.deadline_s if args.deadline_s else float("inf")
+    columns = (TextColumn("verifying variants"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[ok]} ok"),
+               TimeElapsedColumn(), TimeRemainingColumn())  # fmt: skip
+    with Progress(*columns, console=Console(stderr=True)) as progress:
+        bar = progress.add_task("variants", total=None, ok=0)
+        ok = 0
+
+        def on_record(record: dict[str, Any], total: int) -> None:
+            nonlocal ok
+            ok += record["verdict"] == "ok"
+            progress.update(bar, advance=1, total=total, ok=ok)
+
+        records = run(config, tasks, on_record, deadline)
+    log = read_log(args.done)
+    compact_log(args.done, log)
+    kept = write_variants(log, args.out)
+    if args.results:
+        given = sys.argv[sys.argv.index("variants") + 1 :] if "variants" in sys.argv else []
+        command = "cudaperf dataset variants " + " ".join(given)
+        args.results.write_text(json.dumps(summarize(log, command), indent=1) + "\n", encoding="utf-8")
+    Console().print(f"{sum(r['verdict'] == 'ok' for r in records)} of {len(records)} variants verified now; "
+                    f"{kept} verified-correct in all -> {args.out}")  # fmt: skip
     return 0
 
 

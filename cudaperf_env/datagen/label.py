@@ -59,6 +59,9 @@ Run on the GPU machine::
         --done cudaperf_env/tasks/data/dataset/labels-h200.jsonl.gz --deadline-s 530
 
 then append ``labels.jsonl`` to the committed stream (gzip) and ``cudaperf dataset card``.
+Knob variants (``dataset/variants.py``) are labelled the same way with ``--source variants``
+(tasks that have variants, every implementation of each timed together); their streams
+live next to the variant file, ``dataset/variants/labels-h200.jsonl.gz``.
 """
 
 from __future__ import annotations
@@ -392,11 +395,15 @@ def _driver_version() -> str:
     return out.stdout.strip().splitlines()[0] if out.stdout.strip() else ""
 
 
-def _load_tasks(source: str) -> list[Task]:
+def _load_tasks(source: str, path: str | None = None) -> list[Task]:
     if source == "starter":
         from cudaperf_env.tasks import load_tasks
 
         return list(load_tasks(kind="c2cuda").values())
+    if source == "variants":
+        from cudaperf_env.dataset.variants import VARIANTS_FILE, load_variant_tasks
+
+        return list(load_variant_tasks(variants=path or VARIANTS_FILE, only_with_variants=True, fold=False).values())
     from cudaperf_env.dataset.load import load_dataset
 
     return list(load_dataset(labels=False).values())
@@ -408,7 +415,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     from rich.table import Table
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--source", choices=("starter", "dataset"), default="dataset")
+    parser.add_argument("--source", choices=("starter", "dataset", "variants"), default="dataset",
+                        help="the bundled starters, the dataset, or the dataset's tasks with their verified knob "
+                             "variants (label streams of those go next to the variant file, dataset/variants/)")
+    parser.add_argument("--path", help="variant data file for --source variants (default: the shipped one)")
     parser.add_argument("--out", required=True, help="JSONL stream to append labels to")
     parser.add_argument("--done", action="append", default=[], help="streams whose tasks are skipped (resume)")
     parser.add_argument("--devices", default="0", help="comma-separated CUDA device indices")
@@ -420,7 +430,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     started = time.time()
     done = read_stream([*args.done, args.out])
-    tasks = [t for t in _load_tasks(args.source)
+    tasks = [t for t in _load_tasks(args.source, args.path)
              if t.id not in done or done[t.id]["digest"] != task_digest(t) or done[t.id]["error"]]  # fmt: skip
     tasks = tasks[: args.limit]
     options = LabelOptions(pin_above_bytes=int(args.pin_above_mb * (1 << 20)))
