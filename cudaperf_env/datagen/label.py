@@ -395,6 +395,25 @@ def _driver_version() -> str:
     return out.stdout.strip().splitlines()[0] if out.stdout.strip() else ""
 
 
+def tasks_to_label(tasks: Iterable[Task], done: Mapping[str, Mapping[str, Any]], retry_errors: bool = False
+                   ) -> list[Task]:  # fmt: skip
+    """The tasks a run labels, in order (pure): those without a record of their current digest,
+    then, with ``retry_errors``, those whose record is an error.
+
+    An error (a build or launch that fails on the GPU, a configuration past its time limit)
+    is mostly deterministic, so it is not retried by default: retried first, such tasks
+    used to take a short run's whole time before any new task started.
+    """
+    fresh, failed = [], []
+    for task in tasks:
+        record = done.get(task.id)
+        if record is None or record["digest"] != task_digest(task):
+            fresh.append(task)
+        elif record["error"]:
+            failed.append(task)
+    return fresh + failed if retry_errors else fresh
+
+
 def _load_tasks(source: str, path: str | None = None) -> list[Task]:
     if source == "starter":
         from cudaperf_env.tasks import load_tasks
@@ -425,14 +444,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--deadline-s", type=float, default=math.inf, help="stop starting tasks after this long")
     parser.add_argument("--limit", type=int, default=None, help="label at most this many tasks")
     parser.add_argument("--times-out", help="also write {task: {impl: ms}} (perf medians) for structure_vs_speed")
+    parser.add_argument("--retry-errors", action="store_true",
+                        help="label again the tasks whose last record is an error (after the others)")
     parser.add_argument("--pin-above-mb", type=float, default=64, help="page-lock input sets larger than this")
     args = parser.parse_args(argv)
 
     started = time.time()
     done = read_stream([*args.done, args.out])
-    tasks = [t for t in _load_tasks(args.source, args.path)
-             if t.id not in done or done[t.id]["digest"] != task_digest(t) or done[t.id]["error"]]  # fmt: skip
-    tasks = tasks[: args.limit]
+    tasks = tasks_to_label(_load_tasks(args.source, args.path), done, args.retry_errors)[: args.limit]
     options = LabelOptions(pin_above_bytes=int(args.pin_above_mb * (1 << 20)))
     labeller = Labeller([int(d) for d in args.devices.split(",")], options)
     console = Console()

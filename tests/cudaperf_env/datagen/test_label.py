@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from cudaperf_env.backends import gpu_available
-from cudaperf_env.datagen.label import Labeller, LabelOptions, all_configs, input_bytes, label_order
-from cudaperf_env.dataset.gpu_labels import best_speedup, perf_summary, read_stream
+from cudaperf_env.datagen.label import Labeller, LabelOptions, all_configs, input_bytes, label_order, tasks_to_label
+from cudaperf_env.dataset.gpu_labels import best_speedup, perf_summary, read_stream, task_digest
 from cudaperf_env.tasks import load_tasks
 
 TASKS = load_tasks(kind="c2cuda")
@@ -18,6 +18,16 @@ def test_configs_cover_every_kind():
     kinds = [k for k, _ in all_configs(task)]
     assert kinds.count("shown") == len(task.configs) and kinds.count("perf") == len(task.perf_configs)
     assert len(kinds) == len(task.configs) + len(task.hidden_configs) + len(task.perf_configs)
+
+
+def test_resumed_runs_skip_labelled_tasks_and_retry_errors_only_when_asked_and_last():
+    saxpy, matmul, other = TASKS["c2cuda/saxpy_f32"], TASKS["c2cuda/matmul_f32"], TASKS["c2cuda/argmax_f32"]
+    done = {saxpy.id: {"digest": task_digest(saxpy), "error": "perf: cudaErrorInvalidValue"},
+            matmul.id: {"digest": task_digest(matmul), "error": ""},
+            other.id: {"digest": "stale", "error": ""}}  # fmt: skip
+    assert [t.id for t in tasks_to_label([saxpy, matmul, other], done)] == [other.id]
+    assert [t.id for t in tasks_to_label([saxpy, matmul, other], done, retry_errors=True)] == [other.id, saxpy.id]
+    assert [t.id for t in tasks_to_label([saxpy, matmul], {})] == [saxpy.id, matmul.id]
 
 
 @pytest.mark.gpu
