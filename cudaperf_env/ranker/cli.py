@@ -37,6 +37,9 @@ def add_ranker_commands(subparsers: Any) -> None:
 
     train = sub.add_parser("train", help="train the pairwise model from the dataset's GPU labels")
     _data_args(train)
+    train.add_argument("--variants", nargs="?", const="shipped", default=None, metavar="PATH",
+                       help="also train on the GPU-labelled knob variants of the train tasks (a variant file, "
+                            "default: the shipped one; its label streams sit next to it)")
     train.add_argument("--out", default=str(SHIPPED), help="model file to write (its provenance goes next to it)")
     train.add_argument("--kind", default="trees", choices=("trees", "logistic"), help="model kind")
     train.add_argument("--sources", default="static,parallelism", help="feature sources, comma-separated")
@@ -44,21 +47,21 @@ def add_ranker_commands(subparsers: Any) -> None:
     train.add_argument("--rounds", type=int, default=300, help="boosting rounds")
     train.add_argument("--threads", type=int, default=1,
                        help="LightGBM threads (default 1: OpenMP spinning costs more than it saves on a shared box)")
-    train.set_defaults(func=train_command)
+    train.set_defaults(run=train_command)
 
     evaluate = sub.add_parser("eval", help="pairwise accuracy and Spearman on a split, against the structural score")
     _data_args(evaluate)
     evaluate.add_argument("--split", default="test", choices=("train", "validation", "test"), help="split")
     evaluate.add_argument("--model", help="model file (default: the shipped one)")
     evaluate.add_argument("--json", action="store_true", help="print the figures as JSON")
-    evaluate.set_defaults(func=eval_command)
+    evaluate.set_defaults(run=eval_command)
 
     score = sub.add_parser("score", help="P(a submission is faster than the task's baseline)")
     score.add_argument("--task", required=True, help="a task id (bundled or dataset) or a task file")
     score.add_argument("--submission", required=True, help="the submission's CUDA source file")
     score.add_argument("--model", help="model file (default: the shipped one)")
     score.add_argument("--json", action="store_true", help="print the result as JSON")
-    score.set_defaults(func=score_command)
+    score.set_defaults(run=score_command)
 
 
 def _data_args(parser: argparse.ArgumentParser) -> None:
@@ -71,6 +74,17 @@ def _tasks(args: argparse.Namespace, split: str) -> dict[str, Task]:
     from cudaperf_env.dataset import load_dataset
 
     return load_dataset(split, args.dataset) if args.dataset else load_dataset(split)
+
+
+def _train_tasks(args: argparse.Namespace) -> dict[str, Task]:
+    """The train split, with its labelled knob variants as extra implementations when ``--variants`` asks."""
+    if getattr(args, "variants", None) is None:
+        return _tasks(args, "train")
+    from cudaperf_env.dataset.load import DATA_FILE
+    from cudaperf_env.dataset.variants import VARIANTS_FILE, load_variant_tasks
+
+    path = VARIANTS_FILE if args.variants == "shipped" else Path(args.variants)
+    return load_variant_tasks("train", variants=path, dataset=args.dataset or DATA_FILE)
 
 
 def _records(tasks: Mapping[str, Task], args: argparse.Namespace, title: str) -> dict[tuple[str, str], Any]:
@@ -114,7 +128,7 @@ def train_command(args: argparse.Namespace) -> int:
     config = TrainConfig(kind=args.kind, sources=tuple(s.strip() for s in args.sources.split(",") if s.strip()),
                          seed=args.seed, rounds=args.rounds, threads=args.threads)  # fmt: skip
     started = time.perf_counter()
-    train_tasks = _tasks(args, "train")
+    train_tasks = _train_tasks(args)
     records = _records(train_tasks, args, "features of the training tasks")
     pairs = dataset_pairs(train_tasks.values(), config.pair_kinds, config.deadband)
     faster, slower, ctx, kept = pair_rows(pairs, records, config.features)
@@ -136,13 +150,26 @@ def train_command(args: argparse.Namespace) -> int:
                   "machine": f"{platform.machine()} CPU, Python {platform.python_version()}",
                   "train_seconds": round(seconds, 1),
                   "features": f"from {Path(args.features).name}" if args.features else "extracted in the run",
-                  "train_pairs": len(kept), "config": model.meta["config"],
+                  "train_pairs": len(kept), "config": model.meta["config"], **_variant_provenance(args),
                   "metrics": figures, "command": "cudaperf ranker train " + " ".join(sys.argv[3:])}  # fmt: skip
     model = replace(model, meta={**model.meta, "dataset_digest": provenance["dataset_digest"]})
     model.save(args.out)
     provenance_file(args.out).write_text(json.dumps(json_safe(provenance), indent=2) + "\n", encoding="utf-8")
     print(json.dumps(json_safe({"out": args.out, **provenance}), indent=2))
     return 0
+
+
+def _variant_provenance(args: argparse.Namespace) -> dict[str, Any]:
+    if getattr(args, "variants", None) is None:
+        return {}
+    from cudaperf_env.dataset.variants import VARIANTS_FILE, label_streams
+
+    path = VARIANTS_FILE if args.variants == "shipped" else Path(args.variants)
+    h = hashlib.sha256()
+    for file in [path, *label_streams(path)]:
+        h.update(file.name.encode())
+        h.update(file.read_bytes())
+    return {"variants": {"file": path.name, "digest": h.hexdigest()[:16]}}
 
 
 def _headline(result: Mapping[str, Any]) -> dict[str, Any]:

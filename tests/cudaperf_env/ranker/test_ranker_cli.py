@@ -1,21 +1,17 @@
-"""``cudaperf ranker train|eval|score`` through a parser of their own (cudaperf_env/cli.py adds them the same way)."""
+"""``cudaperf ranker train|eval|score`` through the ``cudaperf`` entry point."""
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import pytest
 
-from cudaperf_env.ranker.cli import add_ranker_commands
+from cudaperf_env.cli import main
 from tests.cudaperf_env.ranker.conftest import GRID_STRIDE
 
 
 def run(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="cudaperf")
-    add_ranker_commands(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return int(args.func(args))
+    return main(argv)
 
 
 def test_train_then_eval_on_a_fixture(fixture_dataset, tmp_path, capsys):
