@@ -6,7 +6,7 @@ GPU labeller's records) are folded into the tasks as labels; pairs are the
 implementation pairs told apart beyond noise on each perf configuration (as for
 the dataset), and on the shown configurations separately.
 
-Run: ``python benchmarks/ranker_starter.py [--out benchmarks/results/ranker_starter_h200.json]``.
+Run: ``python benchmarks/ranker_starter.py [--model M.json] [--out benchmarks/results/ranker_starter_h200.json]``.
 """
 
 from __future__ import annotations
@@ -46,10 +46,11 @@ def labelled_starter_tasks(path: Path = LABELS) -> dict[str, Task]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", help="write the figures as JSON here")
+    parser.add_argument("--model", help="model file (default: the shipped one)")
     args = parser.parse_args()
     tasks = labelled_starter_tasks()
     records = records_for(tasks.values())
-    model = load_ranker().model
+    model = load_ranker(args.model).model
     result = {"card": "NVIDIA H200", "source": str(LABELS.name), "tasks": len(tasks)}
     for kind in ("perf", "shown"):
         pairs = dataset_pairs(tasks.values(), (kind,))

@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return int(args.run(args) or 0)
-    except (CudaPerfError, OSError) as exc:
+    except (CudaPerfError, OSError, ImportError) as exc:  # ImportError: an optional extra is missing; says which
         Console(stderr=True).print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         return 2
 

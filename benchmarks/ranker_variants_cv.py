@@ -1,0 +1,86 @@
+"""Do the knob variants teach the ranker anything that carries to new families? Leave-families-out CV.
+
+The train split's families are dealt into 5 folds (seeded, as in ``ranker_family_cv.py``);
+each fold's perf pairs of the dataset's own implementations (no variant in the pair) are
+scored by models trained on the other folds' pairs (all configuration kinds):
+
+- ``dataset only``: pairs of the dataset's implementations (what the shipped model trains on);
+- ``with variants``: every pair, variants included, each task's pairs weighing 1 in all;
+- ``variants as extra weight``: every pair; a task's dataset pairs weigh 1 and its
+  variant pairs another 1 (so the variants add to the dataset pairs, not dilute them).
+
+The held-out families' variants are never seen, in training or in scoring.
+
+Run: ``python benchmarks/ranker_variants_cv.py [--features FILE] [--out result.json]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from cudaperf_env.dataset.variants import load_variant_tasks
+from cudaperf_env.ranker.features import records_for
+from cudaperf_env.ranker.metrics import accuracy
+from cudaperf_env.ranker.pairs import Pair, dataset_pairs
+from cudaperf_env.ranker.train import TrainConfig, fit, pair_rows, task_weights
+
+FOLDS = 5
+
+
+def has_variant(pair: Pair) -> bool:
+    return "~" in pair.faster or "~" in pair.slower
+
+
+def grouped_weights(pairs: Sequence[Pair]) -> np.ndarray:
+    """``1 / (pairs of the same task and the same group)``, groups: dataset pairs, variant pairs (pure)."""
+    counts = Counter((p.task, has_variant(p)) for p in pairs)
+    return np.array([1.0 / counts[(p.task, has_variant(p))] for p in pairs])
+
+
+ARMS = {
+    "dataset only": (False, task_weights),
+    "with variants": (True, task_weights),
+    "variants as extra weight": (True, grouped_weights),
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--features", help="feature records file (missing records are computed)")
+    parser.add_argument("--out", help="write the figures as JSON here")
+    args = parser.parse_args()
+    config = TrainConfig()
+    train = load_variant_tasks("train")
+    records = records_for(train.values(), args.features)
+    families = sorted({t.family for t in train.values()})
+    order = np.random.default_rng(0).permutation(families)
+    folds = [set(order[i::FOLDS]) for i in range(FOLDS)]
+    pairs = dataset_pairs(train.values(), config.pair_kinds, config.deadband)
+    result: dict[str, object] = {
+        "pairs": len(pairs), "variant_pairs": sum(map(has_variant, pairs)),
+        "tasks_with_variant_labels": len({p.task for p in pairs if has_variant(p)}),
+    }  # fmt: skip
+    print(result, flush=True)
+    for name, (variants, weigh) in ARMS.items():
+        scores = []
+        for held in folds:
+            fit_pairs = [p for p in pairs if train[p.task].family not in held and (variants or not has_variant(p))]
+            test_pairs = [p for p in pairs if train[p.task].family in held and p.kind == "perf" and not has_variant(p)]
+            faster, slower, ctx, kept = pair_rows(fit_pairs, records, config.features)
+            model = fit(config, faster, slower, ctx, weigh([fit_pairs[i] for i in kept]))
+            a, b, c, _ = pair_rows(test_pairs, records, config.features)
+            scores.append(accuracy(model.probability(a, b, c)))
+        result[name] = {"mean": float(np.mean(scores)), "folds": scores}
+        print(name, round(float(np.mean(scores)), 3), [round(s, 3) for s in scores], flush=True)
+    if args.out:
+        Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
