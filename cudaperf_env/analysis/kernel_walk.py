@@ -362,6 +362,9 @@ class KernelWalker(MemoryWalker):
             return V.compare(left, right)
         if result.fp and op in ("+", "-", "*", "/"):
             self.record.flops += self._weight()
+        elif op in ("/", "%") and right.const is None:
+            # a runtime integer divisor: tens of instructions (more in 64 bits), where a constant one is a multiply
+            self.record.int_divs += self._weight()
         return result
 
     def _e_conditional_expression(self, node: Any) -> Value:

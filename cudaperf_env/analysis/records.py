@@ -175,5 +175,6 @@ class Record:
     warp_ops: list[tuple[str, int, str]] = field(default_factory=list)
     warp_syncs: int = 0
     flops: float = 0.0
+    int_divs: float = 0.0  # integer / and % by a divisor not known at compile time, loop-weighted
     global_bytes: float = 0.0
     truncated: bool = False  # nesting deeper than the walk follows: counts are partial

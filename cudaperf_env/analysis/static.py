@@ -81,6 +81,7 @@ class SourceAnalysis:
         warp_ops: ``(kernel, line, name)`` of each warp-level primitive.
         warp_syncs: Number of ``__syncwarp`` (and tile ``sync``) calls.
         flops: Floating-point operations, loop-weighted.
+        int_divs: Integer divisions and modulos by a divisor unknown at compile time, loop-weighted.
         global_bytes: Bytes of global traffic, loop-weighted.
         truncated: The walk stopped early (nesting deeper than any real kernel's); counts are
             partial, so the score is 0 and the features say ``analysis_truncated``.
@@ -97,6 +98,7 @@ class SourceAnalysis:
     warp_ops: tuple[tuple[str, int, str], ...] = ()
     warp_syncs: int = 0
     flops: float = 0.0
+    int_divs: float = 0.0
     global_bytes: float = 0.0
     truncated: bool = False
 
@@ -152,6 +154,7 @@ def analyze_source(code: str, block_size_hint: int | None = None) -> SourceAnaly
         warp_ops=tuple(record.warp_ops),
         warp_syncs=record.warp_syncs,
         flops=record.flops,
+        int_divs=record.int_divs,
         global_bytes=record.global_bytes,
         truncated=truncated or record.truncated,
     )
@@ -255,6 +258,7 @@ def source_features(analysis: SourceAnalysis) -> dict[str, float | int | bool | 
         "grid_stride_loops": sum(loop.grid_stride for loop in analysis.loops),
         "max_loop_depth": max((loop.depth for loop in analysis.loops), default=0),
         "flops_weighted": analysis.flops,
+        "int_divmods_weighted": analysis.int_divs,
     }
     if mem:
         features["coalescing"] = coalescing(verdicts)

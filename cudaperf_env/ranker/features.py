@@ -45,7 +45,8 @@ STATIC = (
     "shared_accesses", "bank_conflict_accesses", "max_bank_ways", "syncthreads", "barriers_in_loops",
     "divergent_barriers", "warp_primitives", "warp_syncs", "smem_tree_reductions", "global_atomics",
     "shared_atomics", "contended_atomics", "indirect_global_atomics", "loops", "unrolled_loops",
-    "grid_stride_loops", "max_loop_depth", "flops_weighted", "coalescing", "vectorized_fraction",
+    "grid_stride_loops", "max_loop_depth", "flops_weighted", "int_divmods_weighted", "coalescing",
+    "vectorized_fraction",
     "arithmetic_intensity", "structural_score", *(f"score_{c}" for c in COMPONENTS),
 )  # fmt: skip
 COMPILER = (

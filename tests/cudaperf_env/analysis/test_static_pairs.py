@@ -287,3 +287,26 @@ def test_garbage_and_hostile_source_never_raise(garbage):
     if "__global__" not in garbage:
         assert report.features == {} and report.score == 0.0
         assert report.hints == ("no __global__ kernel found: nothing runs on the GPU",)
+
+
+RUNTIME_DIVISOR = """
+__global__ void unflatten(const float* a, float* o, long long n, long long w, int m) {
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  for (int j = 0; j < m; j++) o[i] += a[i / w] * (i % w);
+}
+"""
+CONSTANT_DIVISOR = """
+__global__ void unflatten(const float* a, float* o, long long n, long long w, int m) {
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  for (int j = 0; j < m; j++) o[i] += a[i / 32] * (i % 32);
+}
+"""
+
+
+def test_integer_division_by_a_runtime_divisor_is_counted_per_loop_iteration_and_a_constant_one_is_not():
+    runtime, constant = features(RUNTIME_DIVISOR), features(CONSTANT_DIVISOR)
+    assert constant["int_divmods_weighted"] == 0
+    outside = features(RUNTIME_DIVISOR.replace("for (int j = 0; j < m; j++) ", ""))
+    assert outside["int_divmods_weighted"] == 2
+    assert runtime["int_divmods_weighted"] > outside["int_divmods_weighted"]
+    assert runtime["flops_weighted"] == constant["flops_weighted"]
