@@ -209,7 +209,8 @@ def _start_prebuild(folder: str) -> None:
 
 def build_cpu(translation_unit: str | Sequence[str], timeout_s: float = 60.0, cancel: threading.Event | None = None,
               check: Callable[[Path], str] | None = None, racecheck: bool = False,
-              linked: bool | None = None) -> BuildResult:  # fmt: skip
+              linked: bool | None = None,
+              object_check: Callable[[Path], str] | None = None) -> BuildResult:  # fmt: skip
     """Compile a complete translation unit (pre-passed code + harness shim), or several, for the CPU runtime.
 
     Links the prebuilt runtime object once it exists (with its precompiled header once that
@@ -217,7 +218,8 @@ def build_cpu(translation_unit: str | Sequence[str], timeout_s: float = 60.0, ca
     prebuild runs) the whole runtime is compiled into this library (header-only): the least
     CPU time a build can take without it, the same behaviour, a separate cache entry. The
     first such build starts :func:`prebuild` in a detached, low-priority process. The compiler
-    runs confined; ``check`` (see ``toolchain/native.build_library``) may refuse what it built.
+    runs confined; ``check`` and ``object_check`` (see ``toolchain/native.build_library``; the latter
+    with every variable in a section of its own, so that a reference names it) may refuse what it built.
     ``racecheck`` adds :data:`RACECHECK_FLAGS` (a separate cache entry). ``linked`` fixes the mode
     (True: link the prebuilt runtime, which must be :meth:`~PrebuiltRuntime.linkable`; False:
     header-only); None takes the prebuilt runtime where it is linkable.
@@ -229,9 +231,11 @@ def build_cpu(translation_unit: str | Sequence[str], timeout_s: float = 60.0, ca
     else:
         runtime_flags = ["-include", RUNTIME_HEADER]
     race = [*RACECHECK_FLAGS, *RACECHECK_LINK_FLAGS] if racecheck else []
-    flags = [*BASE_FLAGS, *race, *include_flags(), *runtime_flags, *LINK_FLAGS, "-x", "c++"]
+    sections = ["-fdata-sections"] if object_check else []
+    flags = [*BASE_FLAGS, *sections, *race, *include_flags(), *runtime_flags, *LINK_FLAGS, "-x", "c++"]
     result = build_library(compiler, flags, translation_unit, ".cpp", runtime_version(), ("-lm",), timeout_s,
-                           cancel=cancel, confine=Confinement(), visible=(runtime.folder,), check=check)  # fmt: skip
+                           cancel=cancel, confine=Confinement(), visible=(runtime.folder,), check=check,
+                           object_check=object_check)  # fmt: skip
     # Started after this build, which it would slow down even niced (2 cores, measured). Not
     # again after a failure (prebuild.log): the same compiler and headers would fail the same way.
     if not runtime.ready() and not (runtime.folder / "prebuild.log").exists():
