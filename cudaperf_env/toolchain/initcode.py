@@ -43,6 +43,7 @@ RUNTIME_PREFIXES = ("_ZN8cudaperf", "_ZGVN8cudaperf", "_ZZN8cudaperf", "_ZNK8cud
 MESSAGE = "global constructors run before the harness; initialise inside the entry function"
 _SHT_SYMTAB, _SHT_RELA, _SHT_INIT_ARRAY, _SHT_FINI_ARRAY, _SHT_PREINIT_ARRAY = 2, 4, 14, 15, 16
 _FORBIDDEN = [name.split(".")[:2] for name in FORBIDDEN_SECTIONS]  # ".ctors" and ".ctors.65535", not ".init_array"
+_STB_LOCAL, _STT_FILE = 0, 4
 _STT_FUNC, _STT_SECTION, _SHF_WRITE, _SHF_EXECINSTR = 2, 3, 0x1, 0x4
 _PC_RELATIVE = (2, 4)  # R_X86_64_PC32, R_X86_64_PLT32: the addend is the target less the 4-byte field's end
 _DATA_PREFIXES = (".bss.", ".data.rel.ro.local.", ".data.rel.ro.", ".data.rel.local.", ".data.rel.", ".data.",
@@ -68,6 +69,7 @@ class _Symbol:
     section: int
     value: int
     size: int
+    bind: int = 1
 
 
 def check(obj: Path, device_variables: Iterable[str] = ()) -> str:
@@ -85,6 +87,20 @@ def check(obj: Path, device_variables: Iterable[str] = ()) -> str:
     for name, plain in zip(mangled, demangle(mangled), strict=True):
         shown = shown.replace(f"`{name}`", f"`{plain}`")
     return f"{MESSAGE} (found {shown})"
+
+
+def object_symbols(data: bytes) -> tuple[frozenset[str], frozenset[str]]:
+    """``(undefined, defined)`` global names of the relocatable object ``data`` (pure).
+
+    Raises:
+        UnreadableLibrary: As :func:`load_time_code`.
+    """
+    try:
+        _, symbols = _read(data)
+    except (struct.error, IndexError, UnicodeDecodeError) as exc:
+        raise UnreadableLibrary(f"truncated or malformed ELF: {exc}") from None
+    named = [s for s in symbols if s.name and s.kind not in (_STT_SECTION, _STT_FILE) and s.bind != _STB_LOCAL]
+    return frozenset(s.name for s in named if s.section == 0), frozenset(s.name for s in named if s.section != 0)
 
 
 def load_time_code(data: bytes, device_variables: Iterable[str] = ()) -> list[str]:
@@ -225,7 +241,7 @@ def _read(data: bytes) -> tuple[list[_Section], list[_Symbol]]:
         strings = _strings(data, sections[section.link].offset, sections[section.link].size)
         for at in range(section.offset, section.offset + section.size - 23, 24):
             name_at, info, _, shndx, value, size = struct.unpack_from("<IBBHQQ", data, at)
-            symbols.append(_Symbol(_name(strings, name_at), info & 0xF, shndx, value, size))
+            symbols.append(_Symbol(_name(strings, name_at), info & 0xF, shndx, value, size, info >> 4))
     return sections, symbols
 
 

@@ -59,8 +59,10 @@ class CpuBackend:
         # the shim before the submission: no macro of the submission reaches it
         # and no submitted code runs at load time (the pre-pass's __device__ variables aside)
         at_load = functools.partial(initcode.check, device_variables=passed.device_variables)
+        unit = imports.unit_checker(linked)  # and imports from the system only what the runtime's headers do
         result = build_cpu(shim_first(task, passed.source, "cuda"), self.build_timeout_s, cancel,
-                           check=imports.checker(linked), linked=linked, object_check=at_load)  # fmt: skip
+                           check=imports.checker(linked), linked=linked,
+                           object_check=lambda obj: at_load(obj) or unit(obj))  # fmt: skip
         imports.settle(linked)  # the baseline's build (a cold cache only) ends with this evaluation
         if result.refused.startswith(initcode.MESSAGE):
             return Build(False, log=result.log, unsupported=(Finding(0, "constructor", result.refused),))
