@@ -85,3 +85,12 @@ def test_honest_load_time_initialisers_build(backend):
             "  k<<<(n + kBlock - 1) / kBlock, kBlock>>>(n, a, x, y);\n}\n")
     build = backend.build(SAXPY, code)
     assert build.ok, (build.log, build.unsupported)
+
+
+def test_the_runtime_namespace_cannot_be_borrowed(backend):
+    """Both checks trust the runtime's names (``cudaperf::``): a submission may not define or use them."""
+    borrowed = ('namespace cudaperf { __attribute__((noinline)) int early() { printf("early\\n"); return 1; } }\n'
+                "static int x = cudaperf::early();\n")  # fmt: skip
+    build = backend.build(SAXPY, borrowed + KERNEL + ENTRY)
+    assert not build.ok and build.unsupported[0].rule == "runtime_names", build.unsupported
+    assert "`cudaperf`" in build.unsupported[0].message

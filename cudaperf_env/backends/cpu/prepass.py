@@ -82,6 +82,11 @@ _CONSTRUCTS: Mapping[str, tuple[re.Pattern[str], str | None, str]] = MappingProx
             "(nvcc compiles device code with __CUDA_ARCH__ defined, the CPU backend without), so what "
             "is checked here would not be what runs on the GPU; remove the conditional and keep one code path",
         ),
+        "runtime_names": (
+            re.compile(r"cudaperf\w*|_GLOBAL__\w*"), None,
+            "`{name}` is a name of the CPU runtime's internals (namespace `cudaperf`), which the checks "
+            "of the built code trust; a submission may neither use nor define it: rename it",
+        ),
         "cuda_graph": (
             re.compile(r"cudaGraph\w*|cudaStream(?:Begin|End)Capture\w*"), None,
             "CUDA graphs (`{name}`) are not supported on the CPU backend; launch the kernels "
