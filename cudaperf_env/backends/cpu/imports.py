@@ -40,6 +40,7 @@ TRIVIAL = (
 )
 DEVICE_VARIABLES = "__device__ float cudaperf_table[4] = {1, 2, 3, 4};\n__device__ int cudaperf_count;\n"
 _STARTING = threading.Lock()  # one baseline build per runtime version and mode, whoever asks first
+_MEASURING = threading.Lock()  # one measure of the unit baseline at a time (a GRPO group's builds wait for it)
 
 
 def checker(linked: bool) -> Callable[[Path], str]:
@@ -109,7 +110,9 @@ def check_unit(obj: Path, linked: bool) -> str:
         undefined, _ = object_symbols(obj.read_bytes())
     except (OSError, UnreadableLibrary) as exc:
         return f"the compiled unit cannot be checked ({exc})"
-    return explain(refused(undefined, unit_baseline(runtime_version(), linked)))
+    with _MEASURING:
+        allowed = unit_baseline(runtime_version(), linked)
+    return explain(refused(undefined, allowed))
 
 
 @lru_cache(maxsize=4)
