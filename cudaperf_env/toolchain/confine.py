@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import platform
 import secrets
 import shutil
 import subprocess
@@ -28,6 +29,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+from cudaperf_env.toolchain import seccomp_policy
 
 LAUNCHER = Path(__file__).with_name("confine_exec.py")
 LAUNCHER_SOURCE = Path(__file__).with_name("confine.c")
@@ -179,6 +182,7 @@ def launch_command(spec: dict[str, Any], argv: Sequence[str]) -> list[str]:
     """The launcher's command line for ``spec`` (see ``confine_exec.py``) running ``argv``."""
     binary = launcher_binary()
     if binary is None:
+        spec = {**spec, "seccomp": os.environ.get(SECCOMP_ENV, "").lower() != "off"}
         return [sys.executable, "-I", "-S", str(LAUNCHER), json.dumps(spec), "--", *argv]
     command = [str(binary), "--mode", spec["mode"], "--cwd", spec["cwd"],
                "--tmpfs-bytes", str(spec.get("tmpfs_bytes", 64 << 20))]  # fmt: skip
@@ -207,7 +211,8 @@ def _launcher_binary() -> Path | None:
     from cudaperf_env.toolchain.cache import cache_dir, digest
 
     source = LAUNCHER_SOURCE.read_bytes()
-    folder = cache_dir("confine", digest("confine/1", source)[:16])
+    denied = seccomp_define()
+    folder = cache_dir("confine", digest("confine/2", source, denied)[:16])
     binary = folder / "confine"
     if binary.is_file():
         return binary
@@ -216,7 +221,7 @@ def _launcher_binary() -> Path | None:
         return None
     tmp = folder / f".tmp-{os.getpid()}-{secrets.token_hex(4)}"
     try:
-        done = subprocess.run([compiler, "-O2", "-std=gnu11", "-x", "c", "-", "-o", str(tmp)], input=source,
+        done = subprocess.run([compiler, "-O2", "-std=gnu11", denied, "-x", "c", "-", "-o", str(tmp)], input=source,
                               capture_output=True, timeout=120, check=False)  # fmt: skip
         if done.returncode != 0:
             return None
@@ -227,6 +232,12 @@ def _launcher_binary() -> Path | None:
     finally:
         tmp.unlink(missing_ok=True)
     return binary
+
+
+def seccomp_define() -> str:
+    """The C launcher's ``-DCUDAPERF_SECCOMP_DENIED=...``: the shared policy's list for this machine."""
+    machine = platform.machine()
+    return f"-DCUDAPERF_SECCOMP_DENIED={seccomp_policy.c_macro(machine) if machine in seccomp_policy.MACHINES else ''}"
 
 
 def _try(mode: str) -> bool:

@@ -15,7 +15,9 @@ with it:
 * rlimits (address space, CPU time, file size, processes, open files, no core);
 * an unprivileged user: as root, a user id of SPEC's choosing (one per evaluation,
   so its process limit and its files are its own); otherwise a user namespace
-  mapping the caller's own id; then ``no_new_privs``.
+  mapping the caller's own id; then ``no_new_privs``;
+* the seccomp filter of ``seccomp_policy.py`` (the C launcher's, from the same list), unless
+  SPEC's ``seccomp`` is false.
 
 SPEC is JSON: ``{"mode": "root"|"user"|"limits", "uid": N, "gid": N, "ro": [PATH...],
 "rw": [PATH...], "devices": [PATH...], "sys": BOOL, "tmpfs_bytes": N, "rlimits":
@@ -29,8 +31,10 @@ did (same status, same signal).
 """
 
 import ctypes
+import importlib.util
 import json
 import os
+import platform
 import resource
 import runpy
 import signal
@@ -40,7 +44,7 @@ CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 1, 2, 4, 8, 32
 MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
-PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
+PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 1, 38, 22, 2
 ROOT = "/tmp/.cudaperf-root"  # inside the private /tmp of the new mount namespace
 BASE_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
 LIMITS = {"as": resource.RLIMIT_AS, "data": resource.RLIMIT_DATA, "cpu": resource.RLIMIT_CPU,
@@ -136,7 +140,7 @@ def _enter_user_namespace() -> None:
         f.write(f"{gid} {gid} 1")
 
 
-def _drop(spec: dict) -> None:
+def _drop(spec: dict, seccomp: bytes) -> None:
     """rlimits, then the unprivileged user, then no_new_privs (nothing after this can regain privilege)."""
     for name, value in spec.get("rlimits", {}).items():
         resource.setrlimit(LIMITS[name], (int(value), int(value)))
@@ -146,6 +150,37 @@ def _drop(spec: dict) -> None:
         os.setgid(int(spec.get("gid", uid)))
         os.setuid(int(uid))
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(no_new_privs)")
+    if seccomp:
+        _install_seccomp(seccomp)
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def _seccomp_program(spec: dict) -> bytes:
+    """The shared policy's filter (``seccomp_policy.py``, loaded by path before the new root hides it: ``-I``
+    leaves this folder off ``sys.path``); none on an architecture it does not describe (as the C
+    launcher) or when SPEC's ``seccomp`` is false."""
+    if not spec.get("seccomp", True):
+        return b""
+    where = importlib.util.spec_from_file_location("seccomp_policy", os.path.join(os.path.dirname(__file__),
+                                                                                  "seccomp_policy.py"))  # fmt: skip
+    if where is None or where.loader is None:
+        raise SetupError("seccomp: cannot load seccomp_policy.py")
+    policy = importlib.util.module_from_spec(where)
+    where.loader.exec_module(policy)
+    machine = platform.machine()
+    return policy.program_bytes(machine) if machine in policy.MACHINES else b""
+
+
+def _install_seccomp(code: bytes) -> None:
+    buffer = ctypes.create_string_buffer(code, len(code))
+    program = _SockFprog(len(code) // 8, ctypes.cast(buffer, ctypes.c_void_p))
+    if _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(program), 0, 0) != 0:
+        err = ctypes.get_errno()
+        if err != 22:  # EINVAL: a kernel without seccomp filters; the rest of the sandbox stands
+            raise SetupError(f"seccomp: {os.strerror(err)} (errno {err})")
 
 
 def _wait(pid: int) -> int:
@@ -206,6 +241,7 @@ def main(argv: list[str]) -> None:
     spec, program = json.loads(argv[1]), argv[3:]
     env = {**os.environ, **spec.get("env", {})}
     try:
+        seccomp = _seccomp_program(spec)
         if spec.get("mode") in ("root", "user"):
             if spec["mode"] == "user":
                 _enter_user_namespace()
@@ -220,7 +256,7 @@ def main(argv: list[str]) -> None:
             _check(_libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl(pdeathsig)")
             _build_root(spec)
             _init(report_w)
-        _drop(spec)
+        _drop(spec, seccomp)
         os.chdir(spec.get("cwd") or "/")
     except (OSError, SetupError, KeyError, ValueError) as exc:
         sys.stderr.write(f"cudaperf-confine: {exc}\n")

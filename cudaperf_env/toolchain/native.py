@@ -51,6 +51,7 @@ def build_library(
     confine: Confinement | None = None,
     visible: Sequence[Path] = (),
     check: Callable[[Path], str] | None = None,
+    object_check: Callable[[Path], str] | None = None,
 ) -> BuildResult:
     """Compile ``source`` into a shared library with ``compiler flags``; reuse a cached build.
 
@@ -63,9 +64,13 @@ def build_library(
             private build folder and ``visible`` (read-only), nothing else.
         check: Called with the built library before it is cached (e.g. the symbol check,
             ``toolchain/symbols.py``); a non-empty answer refuses the build.
+        object_check: Called with the compiled object of the first unit (kept by ``-save-temps=obj``)
+            before ``check`` (e.g. the load-time code check, ``toolchain/initcode.py``); a
+            non-empty answer refuses the build.
     """
     sources = [source] if isinstance(source, str) else list(source)
-    key = digest("native/1", tools.version(compiler), *flags, *libs, key_extra, "checked" if check else "", *sources)
+    checks = ("checked" if check else "") + ("+object" if object_check else "")
+    key = digest("native/1", tools.version(compiler), *flags, *libs, key_extra, checks, *sources)
     library = cache_dir("builds") / f"{key}.so"
     if library.exists():
         touch(library)
@@ -76,10 +81,13 @@ def build_library(
         for path, text in zip(paths, sources, strict=True):
             path.write_text(text)
         out = work / "lib.so"
-        cmd = [compiler, *flags, *map(str, paths), "-o", str(out), *libs]
+        keep = ["-save-temps=obj"] if object_check else []  # the units' objects, as lib.so-<unit>.o
+        cmd = [compiler, *flags, *keep, *map(str, paths), "-o", str(out), *libs]
         result = tools.run_tool(cmd, work, timeout_s, memory_bytes, cancel=cancel, confine=confine, visible=visible)
         if result.ok and out.is_file() and not out.is_symlink():
-            why = check(out) if check else ""
+            why = object_check(work / f"{out.name}-{paths[0].stem}.o") if object_check else ""
+            if not why and check:
+                why = check(out)
             if why:
                 return BuildResult(False, None, why, result.seconds, refused=why)
             adopt(out)

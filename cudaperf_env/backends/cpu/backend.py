@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Sequence
@@ -18,6 +19,7 @@ from cudaperf_env.backends.harness import shim_first
 from cudaperf_env.backends.sandbox import WorkerProcess
 from cudaperf_env.source.screen import Finding
 from cudaperf_env.tasks.schema import Task
+from cudaperf_env.toolchain import initcode
 
 
 @dataclass(frozen=True)
@@ -55,9 +57,15 @@ class CpuBackend:
             return Build(False, unsupported=unsupported)
         linked = ensure_prebuilt()  # one mode for the build and its symbol check's baseline
         # the shim before the submission: no macro of the submission reaches it
+        # and no submitted code runs at load time (the pre-pass's __device__ variables aside)
+        at_load = functools.partial(initcode.check, device_variables=passed.device_variables)
+        unit = imports.unit_checker(linked)  # and imports from the system only what the runtime's headers do
         result = build_cpu(shim_first(task, passed.source, "cuda"), self.build_timeout_s, cancel,
-                           check=imports.checker(linked), linked=linked)  # fmt: skip
+                           check=imports.checker(linked), linked=linked,
+                           object_check=lambda obj: at_load(obj) or unit(obj))  # fmt: skip
         imports.settle(linked)  # the baseline's build (a cold cache only) ends with this evaluation
+        if result.refused.startswith(initcode.MESSAGE):
+            return Build(False, log=result.log, unsupported=(Finding(0, "constructor", result.refused),))
         if result.refused:  # the symbol check: calls into the system the screen did not see
             return Build(False, log=result.log, unsupported=(Finding(0, "symbols", result.refused),))
         return Build(result.ok, result.library, result.log, (), result.seconds, result.cached)

@@ -54,6 +54,9 @@ RACECHECK_LINK_FLAGS = ("-static-libtsan",)
 # it all the same (and emit no debug information).
 PCH_FLAGS = ("-g1",)
 PREBUILD_TIMEOUT_S = 600.0
+# Builds whose unit is checked (``object_check``): every variable in a section of its own, so that
+# a relocation to it names it (toolchain/initcode.py).
+CHECKED_FLAGS = ("-fdata-sections",)
 
 
 @lru_cache(maxsize=1)
@@ -207,9 +210,29 @@ def _start_prebuild(folder: str) -> None:
                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
 
 
+def compile_unit(source: str, linked: bool, timeout_s: float = 300.0, keep_inline: bool = False) -> bytes | None:
+    """The object a submission's unit ``source`` (trusted: e.g. a baseline) compiles to in mode ``linked``,
+    with the flags of :func:`build_cpu`'s checked builds; None when it does not compile.
+
+    ``keep_inline`` emits every inline function the headers define (``-fkeep-inline-functions``, which
+    a precompiled header ignores: the header is then read as text, ~9 CPU-s).
+    """
+    runtime = prebuilt_runtime()
+    header = str(runtime.header) if linked and not keep_inline else RUNTIME_HEADER
+    extra = ["-fkeep-inline-functions"] + (["-DCUDAPERF_PREBUILT_RUNTIME=1"] if linked else []) if keep_inline else []
+    with tempfile.TemporaryDirectory(prefix="unit-", dir=cache_dir("tmp")) as folder:
+        path, obj = Path(folder) / "source.cpp", Path(folder) / "source.o"
+        path.write_text(source)
+        cmd = [tools.host_compiler("g++"), *BASE_FLAGS, *CHECKED_FLAGS, *extra, *include_flags(), "-include", header,
+               "-x", "c++", "-c", str(path), "-o", str(obj)]  # fmt: skip
+        result = tools.run_tool(cmd, folder, timeout_s)
+        return obj.read_bytes() if result.ok and obj.is_file() else None
+
+
 def build_cpu(translation_unit: str | Sequence[str], timeout_s: float = 60.0, cancel: threading.Event | None = None,
               check: Callable[[Path], str] | None = None, racecheck: bool = False,
-              linked: bool | None = None) -> BuildResult:  # fmt: skip
+              linked: bool | None = None,
+              object_check: Callable[[Path], str] | None = None) -> BuildResult:  # fmt: skip
     """Compile a complete translation unit (pre-passed code + harness shim), or several, for the CPU runtime.
 
     Links the prebuilt runtime object once it exists (with its precompiled header once that
@@ -217,7 +240,8 @@ def build_cpu(translation_unit: str | Sequence[str], timeout_s: float = 60.0, ca
     prebuild runs) the whole runtime is compiled into this library (header-only): the least
     CPU time a build can take without it, the same behaviour, a separate cache entry. The
     first such build starts :func:`prebuild` in a detached, low-priority process. The compiler
-    runs confined; ``check`` (see ``toolchain/native.build_library``) may refuse what it built.
+    runs confined; ``check`` and ``object_check`` (see ``toolchain/native.build_library``; the latter
+    with every variable in a section of its own, so that a reference names it) may refuse what it built.
     ``racecheck`` adds :data:`RACECHECK_FLAGS` (a separate cache entry). ``linked`` fixes the mode
     (True: link the prebuilt runtime, which must be :meth:`~PrebuiltRuntime.linkable`; False:
     header-only); None takes the prebuilt runtime where it is linkable.
@@ -229,9 +253,11 @@ def build_cpu(translation_unit: str | Sequence[str], timeout_s: float = 60.0, ca
     else:
         runtime_flags = ["-include", RUNTIME_HEADER]
     race = [*RACECHECK_FLAGS, *RACECHECK_LINK_FLAGS] if racecheck else []
-    flags = [*BASE_FLAGS, *race, *include_flags(), *runtime_flags, *LINK_FLAGS, "-x", "c++"]
+    sections = list(CHECKED_FLAGS) if object_check else []
+    flags = [*BASE_FLAGS, *sections, *race, *include_flags(), *runtime_flags, *LINK_FLAGS, "-x", "c++"]
     result = build_library(compiler, flags, translation_unit, ".cpp", runtime_version(), ("-lm",), timeout_s,
-                           cancel=cancel, confine=Confinement(), visible=(runtime.folder,), check=check)  # fmt: skip
+                           cancel=cancel, confine=Confinement(), visible=(runtime.folder,), check=check,
+                           object_check=object_check)  # fmt: skip
     # Started after this build, which it would slow down even niced (2 cores, measured). Not
     # again after a failure (prebuild.log): the same compiler and headers would fail the same way.
     if not runtime.ready() and not (runtime.folder / "prebuild.log").exists():

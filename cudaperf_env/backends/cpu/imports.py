@@ -4,20 +4,30 @@ The baseline is what the same build of a trivial submission imports (the runtime
 threads, fibers and signal handlers), measured once per runtime version and build mode,
 so the check follows the runtime as it changes. See ``toolchain/symbols.py``.
 
+The same check on the submission's own compiled unit (:func:`unit_checker`, before linking) is
+tighter: it may import only what the runtime's headers can make a unit import (:func:`unit_baseline`)
+and what the runtime object defines, not what only the runtime object imports (signals, ``dlopen``,
+``fopen``, ``stat``, ``_exit``, ...). The runtime's headers declare those functions in the
+submission's unit (``config.h``), so a call the screen misses compiles; this is what refuses it.
+
 On a cold cache the baseline's build is as long as the submission's, so :func:`baseline`
 starts it in a thread of its own beside the submission's build instead of after it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, wait
 from functools import lru_cache
 from pathlib import Path
 
-from cudaperf_env.backends.cpu.compiler import build_cpu, runtime_version
+from cudaperf_env.backends.cpu.compiler import build_cpu, compile_unit, prebuilt_runtime, runtime_version
 from cudaperf_env.backends.cpu.prepass import prepass
+from cudaperf_env.toolchain.cache import write_atomic
+from cudaperf_env.toolchain.initcode import object_symbols
 from cudaperf_env.toolchain.symbols import UnreadableLibrary, explain, refused, undefined_symbols
 
 TRIVIAL = (
@@ -28,7 +38,17 @@ TRIVIAL = (
     '  if (e != cudaSuccess) snprintf(err, err_len, "%s", cudaGetErrorName(e));\n'
     "  return (int)e;\n}\n"
 )
+DEVICE_VARIABLES = "__device__ float cudaperf_table[4] = {1, 2, 3, 4};\n__device__ int cudaperf_count;\n"
+# What most submissions use beyond that: device memory from the host, a kernel with a barrier (fibers).
+TOUR = (
+    "__global__ void cudaperf_tour_k(float* y) {\n  __shared__ float s[64];\n  s[threadIdx.x] = y[threadIdx.x];\n"
+    "  __syncthreads();\n  y[threadIdx.x] = s[63 - threadIdx.x];\n}\n"
+    "void cudaperf_tour(float* y) {\n  float* d = nullptr;\n  cudaMalloc(&d, 256);\n"
+    "  cudaMemcpy(d, y, 256, cudaMemcpyHostToDevice);\n  cudaperf_tour_k<<<1, 64>>>(d);\n"
+    "  cudaMemset(d, 0, 256);\n  cudaFree(d);\n}\n"
+)
 _STARTING = threading.Lock()  # one baseline build per runtime version and mode, whoever asks first
+_MEASURING = threading.Lock()  # one measure of the unit baseline at a time (a GRPO group's builds wait for it)
 
 
 def checker(linked: bool) -> Callable[[Path], str]:
@@ -84,3 +104,54 @@ def runtime_imports(linked: bool) -> frozenset[str]:
     if not result.ok or result.library is None:
         return frozenset()  # then every runtime import is refused: a clear failure, not a silent pass
     return undefined_symbols(result.library)
+
+
+def unit_checker(linked: bool) -> Callable[[Path], str]:
+    """The check of a submission's compiled unit (its object, before linking) in mode ``linked``."""
+    return lambda obj: check_unit(obj, linked)
+
+
+def check_unit(obj: Path, linked: bool) -> str:
+    """Why the compiled unit ``obj`` may not run: "" when its imports are on the allowlist or in
+    :func:`unit_baseline` (what the runtime's headers import in every unit, what the runtime defines)."""
+    try:
+        undefined, _ = object_symbols(obj.read_bytes())
+    except (OSError, UnreadableLibrary) as exc:
+        return f"the compiled unit cannot be checked ({exc})"
+    with _MEASURING:  # the full baseline (~10 s, once per prebuilt runtime) only where the first does not do
+        bad = refused(undefined, unit_baseline(runtime_version(), linked))
+        if bad:
+            bad = refused(bad, unit_baseline(runtime_version(), linked, full=True))
+    return explain(bad)
+
+
+@lru_cache(maxsize=8)
+def unit_baseline(version: str, linked: bool, full: bool = False) -> frozenset[str]:
+    """What the runtime's headers make a submission's unit import in mode ``linked`` (empty when it cannot be
+    measured: then every runtime import is refused, a clear failure); measured once per prebuilt runtime
+    folder (compiler, headers, flags) and kept there.
+
+    The undefined names of the units of an empty submission, of one with ``__device__`` variables and
+    of :data:`TOUR` (the templates they instantiate), and every name the runtime object defines (0.5 s
+    with the precompiled header); ``full`` adds a unit emitting every inline function the headers
+    define (``-fkeep-inline-functions``: the standard library's too; ~10 s).
+    """
+    del version  # the cache key (the folder's name holds it too)
+    runtime = prebuilt_runtime()
+    kept = runtime.folder / f"unit-imports-{'linked' if linked else 'header'}{'-full' if full else ''}.json"
+    with contextlib.suppress(OSError, ValueError):
+        return frozenset(json.loads(kept.read_text()))
+    names: set[str] = set()
+    units = [(TRIVIAL, False), (DEVICE_VARIABLES + TRIVIAL, False), (TOUR + TRIVIAL, False)]
+    if full and linked:  # header-only units hold every inline function already
+        units.append((TRIVIAL, True))
+    for source, keep_inline in units:
+        data = compile_unit("#include <cstdio>\n" + prepass(source, entry="cudaperf_call").source, linked,
+                            keep_inline=keep_inline)  # fmt: skip
+        if data is None:
+            return frozenset()
+        names |= object_symbols(data)[0]
+    if linked:
+        names |= object_symbols(runtime.runtime_object.read_bytes())[1]
+    write_atomic(kept, json.dumps(sorted(names)).encode())
+    return frozenset(names)

@@ -82,6 +82,11 @@ _CONSTRUCTS: Mapping[str, tuple[re.Pattern[str], str | None, str]] = MappingProx
             "(nvcc compiles device code with __CUDA_ARCH__ defined, the CPU backend without), so what "
             "is checked here would not be what runs on the GPU; remove the conditional and keep one code path",
         ),
+        "runtime_names": (
+            re.compile(r"cudaperf\w*|_GLOBAL__\w*"), None,
+            "`{name}` is a name of the CPU runtime's internals (namespace `cudaperf`), which the checks "
+            "of the built code trust; a submission may neither use nor define it: rename it",
+        ),
         "cuda_graph": (
             re.compile(r"cudaGraph\w*|cudaStream(?:Begin|End)Capture\w*"), None,
             "CUDA graphs (`{name}`) are not supported on the CPU backend; launch the kernels "
@@ -119,11 +124,14 @@ class PrepassResult:
         kernels: Each ``__global__`` function's name -> whether it needs fibers
             (it, or something it may call, uses a barrier or warp collective).
         rejections: Unsupported constructs, by line; the source must not be built if any.
+        device_variables: Names of the ``__device__``/``__constant__`` variables rewritten to
+            references initialised at load time (the load-time code check allows their initialisers).
     """
 
     source: str
     kernels: Mapping[str, bool]
     rejections: tuple[Rejection, ...]
+    device_variables: tuple[str, ...] = ()
 
 
 def prepass(source: str, filename: str = "submission.cu", entry: str | None = None) -> PrepassResult:
@@ -162,11 +170,13 @@ def prepass(source: str, filename: str = "submission.cu", entry: str | None = No
         edits.extend(_host_scope(unit, entry))
     shared_edits, shared_rejections = _dynamic_shared(unit)
     edits.extend(shared_edits)
-    edits.extend(_device_variables(unit))
+    variables = _device_variables(unit)
+    edits.extend(edit for edit, _ in variables)
     rejections.extend(shared_rejections)
     unique = sorted(set(rejections), key=lambda r: (r.line, r.construct, r.message))
     header = f'#line 1 "{_c_string(filename)}"\n'
-    return PrepassResult(header + _apply(source, edits), MappingProxyType(kernels), tuple(unique))
+    names = tuple(name for _, name in variables)
+    return PrepassResult(header + _apply(source, edits), MappingProxyType(kernels), tuple(unique), names)
 
 
 def _token_lists(unit: Unit) -> Iterator[tuple[Sequence[Token], frozenset[str] | None]]:
@@ -294,13 +304,13 @@ _VARIABLE_SKIP = frozenset({"const", "constexpr", "extern", "__shared__", "__man
                             "using", "operator", "struct", "class", "union", "enum", "&", "&&", "auto"})  # fmt: skip
 
 
-def _device_variables(unit: Unit) -> list[_Edit]:
+def _device_variables(unit: Unit) -> list[tuple[_Edit, str]]:
     """``__device__ T name[dims] = init;`` at file or namespace scope -> a reference to device storage.
 
     ``T (&name)[dims] = ::cudaperf::device_variable<T[dims]>(init);``: pages of their own that
     device memory's separation covers, so host code touching the variable directly faults, as
     it does not work on a GPU. Declarations this cannot rewrite faithfully are left as they are
-    (constants, several declarators, attributes, unsized arrays).
+    (constants, several declarators, attributes, unsized arrays). Returns each edit with the name.
     """
     code, edits = unit.code, []
     scopes: list[bool] = []  # per open brace: a namespace or extern "C" block (file scope continues)
@@ -329,7 +339,7 @@ def _device_variables(unit: Unit) -> list[_Edit]:
     return edits
 
 
-def _device_variable_edit(source: str, decl: Sequence[Token]) -> _Edit | None:
+def _device_variable_edit(source: str, decl: Sequence[Token]) -> tuple[_Edit, str] | None:
     texts = [t.text for t in decl[:-1]]
     if not _VARIABLE_SPACES & set(texts) or _VARIABLE_SKIP & set(texts) or "(" in texts[: _index(texts, "=")]:
         return None
@@ -355,7 +365,7 @@ def _device_variable_edit(source: str, decl: Sequence[Token]) -> _Edit | None:
     ref = f"(&{name.text}){dims}" if dims else f"& {name.text}"
     text = f"{quals} {volatile}{kind} {ref} = ::cudaperf::device_variable<{target}>({value});"
     first, last = decl[0].start, decl[-1].end
-    return first, last, text + "\n" * source.count("\n", first, last)
+    return (first, last, text + "\n" * source.count("\n", first, last)), name.text
 
 
 def _index(items: Sequence[str], item: str) -> int:

@@ -1,6 +1,8 @@
 """The confinement launchers (C and its Python twin): what a confined process sees and how it ends."""
 
 import os
+import platform
+import re
 import shutil
 import signal
 import subprocess
@@ -9,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cudaperf_env.toolchain import confine
+from cudaperf_env.toolchain import confine, seccomp_policy
 from cudaperf_env.toolchain.cache import scratch_dir
 from cudaperf_env.toolchain.confine import Confinement, Limits
 
@@ -128,9 +130,9 @@ int main(int argc, char **argv) {
 
 
 @needs_namespaces
-def test_the_c_launcher_refuses_system_calls_that_reach_past_the_sandbox(tmp_path):
-    if confine.launcher_binary() is None or not shutil.which("gcc"):
-        pytest.skip("no C compiler to build the launcher and the probe")
+def test_both_launchers_refuse_system_calls_that_reach_past_the_sandbox(launcher, tmp_path):
+    if not shutil.which("gcc"):
+        pytest.skip("no C compiler to build the probe")
     (tmp_path / "probe.c").write_text(PROBE)
     subprocess.run(["gcc", "-O1", "-pthread", "-o", str(tmp_path / "probe"), str(tmp_path / "probe.c")], check=True)
     outside = subprocess.run([str(tmp_path / "probe"), "safe"], capture_output=True, text=True, timeout=30).stdout
@@ -146,6 +148,38 @@ def test_the_c_launcher_refuses_system_calls_that_reach_past_the_sandbox(tmp_pat
         "thread": "ok",
         "fork": "ok",
     }  # fmt: skip  (threads and processes still work: clone)
+
+
+@pytest.mark.skipif(platform.machine() not in seccomp_policy.MACHINES, reason="no filter for this architecture")
+def test_the_c_launchers_filter_is_the_shared_policys(tmp_path):
+    """Byte for byte what the Python launcher installs (``seccomp_policy.program``)."""
+    binary = confine.launcher_binary()
+    if binary is None:
+        pytest.skip("no C compiler to build the launcher")
+    done = subprocess.run([str(binary), "--print-seccomp"], capture_output=True, timeout=30, check=True)
+    assert done.stdout == seccomp_policy.program_bytes(platform.machine())
+    assert len(done.stdout) == 8 * (len(seccomp_policy.denied(platform.machine())) * 2 + 12 + 2 * (
+        platform.machine() == "x86_64"))
+
+
+@pytest.mark.parametrize(("header", "column"), [("/usr/include/x86_64-linux-gnu/asm/unistd_64.h", 0),
+                                                ("/usr/include/asm-generic/unistd.h", 1)])  # fmt: skip
+def test_the_policys_numbers_are_the_kernel_headers(header, column):
+    """x86-64's from its own header; arm64 uses the generic table."""
+    if not os.path.exists(header):
+        pytest.skip(f"{header} is not installed")
+    text = Path(header).read_text()
+    numbers = dict(re.findall(r"^#define __NR(?:3264)?_(\w+)\s+(\d+)\s*$", text, re.M))
+    for name, pair in seccomp_policy.NUMBERS.items():
+        assert pair[column] == (int(numbers[name]) if name in numbers else None), name
+
+
+def test_the_python_launcher_can_leave_the_filter_out(monkeypatch):
+    spec = {"mode": "limits", "cwd": "/", "ro": [], "rw": [], "rlimits": {}, "env": {}}
+    monkeypatch.setattr(confine, "launcher_binary", lambda: None)
+    assert '"seccomp": true' in confine.launch_command(spec, ["/bin/true"])[4]
+    monkeypatch.setenv(confine.SECCOMP_ENV, "off")
+    assert '"seccomp": false' in confine.launch_command(spec, ["/bin/true"])[4]
 
 
 def test_the_seccomp_filter_can_be_left_out(monkeypatch):

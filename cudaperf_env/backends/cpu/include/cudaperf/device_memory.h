@@ -76,6 +76,7 @@ CUDAPERF_COLD CUDAPERF_LINKED void door_open();
 CUDAPERF_COLD CUDAPERF_LINKED void note_host_copy(void* dst, const void* src, size_t bytes, bool from_host,
                                                   bool to_host);
 CUDAPERF_COLD CUDAPERF_LINKED void door_close();
+CUDAPERF_COLD CUDAPERF_LINKED void* device_variable_storage(size_t bytes);
 #else
 CUDAPERF_COLD CUDAPERF_LINKED void protect_device_regions(bool closed) {
   for (unsigned i = 0; i < g_device_region_count; ++i) {
@@ -249,6 +250,22 @@ CUDAPERF_COLD CUDAPERF_LINKED void door_close() {
   MutexLock lock(&g_device_mutex);
   if (--g_door_depth == 0 && g_host_depth > 0) protect_device_regions(true);
 }
+
+// Out of line (the runtime object), so that a submission's unit imports no mmap of its own
+// (backends/cpu/imports.py checks the unit's imports).
+CUDAPERF_COLD CUDAPERF_LINKED void* device_variable_storage(size_t bytes) {
+  size_t mapped = (bytes + 4095) & ~size_t(4095);
+  if (mapped == 0) mapped = 4096;
+  void* p = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    Line m;
+    m.str("out of memory for a __device__ variable");
+    fatal_exit_flush("abort", kExitAbort, m);
+  }
+  MutexLock lock(&g_device_mutex);
+  add_device_region(p, mapped, PROT_READ | PROT_WRITE, false, p, -1);
+  return p;
+}
 #endif
 
 // Opens device memory for a launch or a copy (a no-op outside the entry's host code).
@@ -276,21 +293,6 @@ class DeviceDoor {
 // storage of whole pages made here, a device region like cudaMalloc memory, so host code that reads
 // or writes one directly (which on a GPU touches a host-side shadow, not the variable) faults as
 // any host access to device memory does; cudaMemcpyToSymbol and kernels reach it through doors.
-namespace detail {
-inline void* device_variable_storage(size_t bytes) {
-  size_t mapped = (bytes + 4095) & ~size_t(4095);
-  if (mapped == 0) mapped = 4096;
-  void* p = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) {
-    Line m;
-    m.str("out of memory for a __device__ variable");
-    fatal_exit_flush("abort", kExitAbort, m);
-  }
-  MutexLock lock(&g_device_mutex);
-  add_device_region(p, mapped, PROT_READ | PROT_WRITE, false, p, -1);
-  return p;
-}
-}  // namespace detail
 
 template <class T>
 T& device_variable() {  // zero-filled, as a global is, then value-initialised
