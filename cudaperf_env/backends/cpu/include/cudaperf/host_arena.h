@@ -12,10 +12,9 @@
 // through runtime_malloc & co. (defined in the runtime object), never through malloc/new.
 //
 // Not routed (a miss, never a false failure): allocations made inside shared libraries
-// (libstdc++'s out-of-line code such as std::string's buffers), header-only builds (no
-// runtime object) and the race-check build. A kernel's own malloc/new (CUDA's device heap)
-// goes to the real allocator. free/realloc of a pointer the arena did not make go to the real
-// ones.
+// (libstdc++'s out-of-line code such as std::string's buffers, strdup) and header-only builds
+// (no runtime object). A kernel's own malloc/new (CUDA's device heap) goes to the real
+// allocator; free/realloc of a pointer the arena did not make go to the real ones.
 #pragma once
 
 namespace cudaperf {
