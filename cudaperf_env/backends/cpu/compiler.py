@@ -17,6 +17,7 @@ import contextlib
 import fcntl
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -57,6 +58,17 @@ PREBUILD_TIMEOUT_S = 600.0
 # Builds whose unit is checked (``object_check``): every variable in a section of its own, so that
 # a relocation to it names it (toolchain/initcode.py).
 CHECKED_FLAGS = ("-fdata-sections",)
+# The host arena (include/cudaperf/host_arena.h): the submission's references to the allocator go to
+# the runtime's __wrap_<symbol> (linker --wrap), the runtime object's own are renamed __real_<symbol>
+# (objcopy, once per prebuild), which the linker binds to the real allocator.
+ARENA_SYMBOLS = (
+    "malloc", "calloc", "realloc", "free", "aligned_alloc", "posix_memalign", "memalign",
+    "_Znwm", "_Znam", "_ZnwmSt11align_val_t", "_ZnamSt11align_val_t", "_ZnwmRKSt9nothrow_t",
+    "_ZnamRKSt9nothrow_t", "_ZnwmSt11align_val_tRKSt9nothrow_t", "_ZnamSt11align_val_tRKSt9nothrow_t",
+    "_ZdlPv", "_ZdaPv", "_ZdlPvm", "_ZdaPvm", "_ZdlPvSt11align_val_t", "_ZdaPvSt11align_val_t",
+    "_ZdlPvmSt11align_val_t", "_ZdaPvmSt11align_val_t", "_ZdlPvRKSt9nothrow_t", "_ZdaPvRKSt9nothrow_t",
+)  # fmt: skip
+ARENA_LINK_FLAGS = tuple(f"-Wl,--wrap={name}" for name in ARENA_SYMBOLS)
 
 
 @lru_cache(maxsize=1)
@@ -111,7 +123,7 @@ class PrebuiltRuntime:
 def _prebuilt_key() -> str:
     compiler = tools.host_compiler("g++")
     parts = (tools.version(compiler), runtime_version(), *BASE_FLAGS, *PCH_FLAGS, PCH_WRAPPER, RUNTIME_OBJECT_SOURCE)
-    return digest("prebuilt-runtime/3", *parts)[:16]  # /3: one PCH for ordinary and race-check builds
+    return digest("prebuilt-runtime/4", *parts, *ARENA_SYMBOLS)[:16]  # /4: the object's allocator calls renamed
 
 
 def prebuilt_runtime() -> PrebuiltRuntime:
@@ -168,22 +180,30 @@ def _prebuild(runtime: PrebuiltRuntime, timeout_s: float, wait: bool = False) ->
         jobs = []  # the longer first; the object is ready first (builds can link it before the PCH exists)
         if not runtime.gch.exists():
             jobs.append(([*common, *PCH_FLAGS, "-x", "c++-header", str(runtime.header)], runtime.gch))
+        after: list[str] = []
         if not runtime.runtime_object.exists():
             jobs.append(([*common, "-c", str(source)], runtime.runtime_object))
+            objcopy = shutil.which("objcopy") or "objcopy"  # binutils, beside g++'s ld
+            after = [objcopy, *(f"--redefine-sym={name}=__real_{name}" for name in ARENA_SYMBOLS)]
         with ThreadPoolExecutor(max_workers=2) as pool:
-            logs = list(pool.map(lambda job: _compile_to(job[0], job[1], timeout_s), jobs))
+            logs = list(pool.map(lambda job: _compile_to(job[0], job[1], timeout_s,
+                                                         after if job[1] == runtime.runtime_object else None), jobs))
         failures = [log for log in logs if log]
         if failures:
             write_atomic(runtime.folder / "prebuild.log", "\n\n".join(failures).encode())
         return not failures
 
 
-def _compile_to(command: list[str], target: Path, timeout_s: float) -> str:
-    """Run ``command -o <temporary>`` and rename the output to ``target``; the log on failure."""
+def _compile_to(command: list[str], target: Path, timeout_s: float, after: list[str] | None = None) -> str:
+    """Run ``command -o <temporary>`` (then ``after <temporary>``, when given) and rename the output to
+    ``target``; the log on failure."""
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=target.suffix)
     os.close(fd)
     try:
         result = tools.run_tool([*command, "-o", tmp], target.parent, timeout_s)
+        if result.ok and after:
+            command = after
+            result = tools.run_tool([*after, tmp], target.parent, timeout_s)
         if result.ok and os.path.getsize(tmp) > 0:
             os.chmod(tmp, 0o644)  # confined builds (users of their own) read it
             os.replace(tmp, target)
@@ -249,7 +269,7 @@ def build_cpu(translation_unit: str | Sequence[str], timeout_s: float = 60.0, ca
     compiler = tools.host_compiler("g++")
     runtime = prebuilt_runtime()
     if runtime.linkable() if linked is None else linked:
-        runtime_flags = ["-include", str(runtime.header), str(runtime.runtime_object)]
+        runtime_flags = ["-include", str(runtime.header), str(runtime.runtime_object), *ARENA_LINK_FLAGS]
     else:
         runtime_flags = ["-include", RUNTIME_HEADER]
     race = [*RACECHECK_FLAGS, *RACECHECK_LINK_FLAGS] if racecheck else []

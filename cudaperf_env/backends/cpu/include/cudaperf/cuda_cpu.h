@@ -11,6 +11,7 @@
 #include <cudaperf/fiber.h>
 #include <cudaperf/device_memory.h>
 #include <cudaperf/block.h>
+#include <cudaperf/host_arena.h>
 #include <cudaperf/signals.h>
 #include <cudaperf/launch_limits.h>
 #include <cudaperf/racecheck.h>

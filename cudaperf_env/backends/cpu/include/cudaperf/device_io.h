@@ -27,7 +27,7 @@ CUDAPERF_COLD inline int device_vprintf(const char* fmt, va_list args) {
   char* big = nullptr;
   const char* text = small;
   if (static_cast<size_t>(n) >= sizeof small) {
-    big = static_cast<char*>(std::malloc(static_cast<size_t>(n) + 1));
+    big = static_cast<char*>(runtime_malloc(static_cast<size_t>(n) + 1));
     if (big == nullptr) return -1;
     std::vsnprintf(big, static_cast<size_t>(n) + 1, fmt, args);
     text = big;
@@ -35,7 +35,7 @@ CUDAPERF_COLD inline int device_vprintf(const char* fmt, va_list args) {
   PrintfState& s = g_printf;
   MutexLock lock(&s.mu);
   if (s.capped) {
-    std::free(big);
+    runtime_free(big);
     return n;
   }
   size_t len = static_cast<size_t>(n);
@@ -49,7 +49,7 @@ CUDAPERF_COLD inline int device_vprintf(const char* fmt, va_list args) {
     static const char kNotice[] = "\n[cudaperf: device printf output truncated at 65536 bytes]\n";
     write_all(1, kNotice, sizeof kNotice - 1);
   }
-  std::free(big);
+  runtime_free(big);
   return n;
 }
 

@@ -19,7 +19,7 @@ struct Allocations {
   bool add(const void* p, size_t bytes) {
     if (count == capacity) {
       size_t cap = capacity == 0 ? 64 : capacity * 2;
-      void* grown = std::realloc(items, cap * sizeof(Allocation));
+      void* grown = runtime_realloc(items, cap * sizeof(Allocation));
       if (grown == nullptr) return false;
       items = static_cast<Allocation*>(grown);
       capacity = cap;
@@ -51,11 +51,11 @@ inline cudaError_t allocate(void** ptr, size_t bytes) {
   if (ptr == nullptr) return record_error(cudaErrorInvalidValue);
   *ptr = nullptr;
   if (bytes == 0) return cudaSuccess;
-  void* p = std::aligned_alloc(256, round_up(bytes, 256));  // cudaMalloc's alignment
+  void* p = runtime_aligned_alloc(256, round_up(bytes, 256));  // cudaMalloc's alignment
   if (p == nullptr) return record_error(cudaErrorMemoryAllocation);
   MutexLock lock(&g_allocations.mu);
   if (!g_allocations.add(p, bytes)) {
-    std::free(p);
+    runtime_free(p);
     return record_error(cudaErrorMemoryAllocation);
   }
   *ptr = p;
@@ -87,7 +87,7 @@ inline cudaError_t allocate_device(void** ptr, size_t bytes) {
 
 // Out of line: g++ cannot see that remove() refuses pointers no allocation returned
 // (cudaFree(&local)) and warns about free() of a stack object where it inlines the call.
-__attribute__((noinline)) inline void free_host(void* p) { std::free(p); }
+__attribute__((noinline)) inline void free_host(void* p) { runtime_free(p); }
 
 inline cudaError_t release(void* p) {
   if (p == nullptr) return cudaSuccess;

@@ -97,7 +97,7 @@ inline cudaError_t cudaDeviceGetLimit(size_t* value, cudaLimit limit) {
 
 inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned flags) {
   if (s == nullptr) return ::cudaperf::detail::record_error(cudaErrorInvalidValue);
-  *s = new CUstream_st{flags};
+  *s = new (::cudaperf::detail::runtime_malloc(sizeof(CUstream_st))) CUstream_st{flags};  // not the host arena
   return cudaSuccess;
 }
 inline cudaError_t cudaStreamCreate(cudaStream_t* s) { return cudaStreamCreateWithFlags(s, 0); }
@@ -108,7 +108,7 @@ inline bool cudaperf_is_builtin_stream(cudaStream_t s) {
   return s == nullptr || s == cudaStreamLegacy || s == cudaStreamPerThread;
 }
 inline cudaError_t cudaStreamDestroy(cudaStream_t s) {
-  if (!cudaperf_is_builtin_stream(s)) delete s;
+  if (!cudaperf_is_builtin_stream(s)) ::cudaperf::detail::runtime_free(s);
   return cudaSuccess;
 }
 inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
@@ -125,7 +125,7 @@ inline cudaError_t cudaLaunchHostFunc(cudaStream_t, cudaHostFn_t fn, void* data)
 
 inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned) {
   if (e == nullptr) return ::cudaperf::detail::record_error(cudaErrorInvalidValue);
-  *e = new CUevent_st{0.0, false};
+  *e = new (::cudaperf::detail::runtime_malloc(sizeof(CUevent_st))) CUevent_st{0.0, false};
   return cudaSuccess;
 }
 inline cudaError_t cudaEventCreate(cudaEvent_t* e) { return cudaEventCreateWithFlags(e, 0); }
@@ -133,7 +133,7 @@ inline cudaError_t cudaEventCreate(cudaEvent_t* e, unsigned flags) {
   return cudaEventCreateWithFlags(e, flags);
 }
 inline cudaError_t cudaEventDestroy(cudaEvent_t e) {
-  delete e;
+  ::cudaperf::detail::runtime_free(e);
   return cudaSuccess;
 }
 inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t = 0) {

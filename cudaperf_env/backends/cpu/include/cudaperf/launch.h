@@ -135,10 +135,10 @@ class Pool {
   void run_helpers(Job* job, unsigned helpers) {
     MutexLock lock(&mu_);
     while (nthreads_ < helpers && nthreads_ < kMaxWorkers) {
-      Start* start = new Start{this, nthreads_};
+      Start* start = new (runtime_malloc(sizeof(Start))) Start{this, nthreads_};  // never the host arena
       pthread_t t;
       if (::pthread_create(&t, nullptr, &Pool::thread_main, start) != 0) {
-        delete start;
+        runtime_free(start);
         break;  // run with the threads we have
       }
       ::pthread_detach(t);  // idle at exit; never joined
@@ -165,7 +165,7 @@ class Pool {
 
   static void* thread_main(void* arg) {
     Start start = *static_cast<Start*>(arg);
-    delete static_cast<Start*>(arg);
+    runtime_free(arg);
     start.pool->loop(start.index);
     return nullptr;
   }
@@ -231,6 +231,7 @@ CUDAPERF_LINKED void launch_erased(const char* kernel, int line, dim3 grid, dim3
   DeviceDoor door;      // kernels see device memory; host code does not
   g_host_wrote_arg = -1;  // a kernel runs after the host's copies
   race_launch_begin();
+  arena_close(true);  // the submission's host heap is not device memory (host_arena.h)
   std::fflush(stdout);  // host output first, then the kernel's printf output
   Job job;
   job.next = 0;
@@ -254,6 +255,7 @@ CUDAPERF_LINKED void launch_erased(const char* kernel, int line, dim3 grid, dim3
   if (workers > 1) pool().run_helpers(&job, static_cast<unsigned>(workers - 1));
   run_blocks(w, job);
   if (workers > 1) pool().wait();
+  arena_close(false);
   __atomic_fetch_add(&g_launch_count, 1ULL, __ATOMIC_RELAXED);
 }
 #endif

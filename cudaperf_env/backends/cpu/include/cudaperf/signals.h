@@ -76,6 +76,9 @@ CUDAPERF_COLD CUDAPERF_LINKED void on_fatal_signal(int sig, siginfo_t* info, voi
     } else if (!in_kernel && g_host_depth > 0 && in_device_region(addr)) {
       m.str("host code dereferenced device memory at ").hex(reinterpret_cast<uintptr_t>(addr));
       m.str(" (a device pointer: on a GPU this faults; copy with cudaMemcpy or do the work in a kernel)");
+    } else if (in_kernel && g_arena_closed && in_host_arena(addr)) {
+      m.str("a kernel read host memory from malloc/new at ").hex(reinterpret_cast<uintptr_t>(addr));
+      m.str(": on a GPU that is an illegal address; copy it to device memory with cudaMemcpy");
     } else {
       m.str(sig == SIGBUS ? "bus error at address " : "invalid memory access at address ");
       m.hex(reinterpret_cast<uintptr_t>(addr));
