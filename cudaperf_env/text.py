@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 import string
 from typing import Any
@@ -56,3 +57,8 @@ def json_safe(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [json_safe(v) for v in value]
     return value
+
+
+def source_digest(code: str) -> str:
+    """Short content hash of an implementation's source (feature records and variants are matched on it)."""
+    return hashlib.sha256(code.encode("utf-8", "replace")).hexdigest()[:16]

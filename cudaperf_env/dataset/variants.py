@@ -28,6 +28,7 @@ from cudaperf_env.dataset.gpu_labels import LABEL_FILES, fold_labels, read_strea
 from cudaperf_env.dataset.load import DATA_FILE, load_records, load_splits
 from cudaperf_env.errors import TaskNotFoundError
 from cudaperf_env.tasks import Task, parse_task
+from cudaperf_env.text import source_digest
 
 VARIANTS_DIR = DATA_FILE.parent / "variants"
 VARIANTS_FILE = VARIANTS_DIR / "c2cuda-variants.jsonl.gz"
@@ -49,8 +50,6 @@ def merge_records(records: Iterable[Mapping[str, Any]], variants: Iterable[Mappi
     Only tasks in ``task_ids`` (all when None) get variants; a variant whose base is
     missing, whose base source changed (``base_digest``) or whose id is taken is skipped.
     """
-    from cudaperf_env.ranker.features import source_digest
-
     by_task: dict[str, list[Mapping[str, Any]]] = {}
     for v in variants:
         by_task.setdefault(v["task"], []).append(v)

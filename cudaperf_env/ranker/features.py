@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import hashlib
 import json
 import math
 import multiprocessing
@@ -36,6 +35,7 @@ from cudaperf_env.analysis.report import StructuralReport
 from cudaperf_env.analysis.score import COMPONENTS
 from cudaperf_env.ranker.pairs import config_key
 from cudaperf_env.tasks.schema import Config, Task
+from cudaperf_env.text import source_digest
 from cudaperf_env.toolchain.compile_check import CompileReport
 
 STATIC = (
@@ -72,11 +72,6 @@ FEATURES: tuple[tuple[str, str], ...] = (
 )
 """Every implementation feature the ranker knows, as ``(name, source)``; names say their source too."""
 SOURCES = ("static", "compiler", "parallelism")
-
-
-def source_digest(code: str) -> str:
-    """Short content hash of an implementation's source (records are matched on it)."""
-    return hashlib.sha256(code.encode("utf-8", "replace")).hexdigest()[:16]
 
 
 def task_configs(task: Task) -> list[tuple[str, Config]]:
