@@ -17,10 +17,10 @@ from pathlib import Path
 import numpy as np
 
 from cudaperf_env.dataset import load_dataset
+from cudaperf_env.ranker.evaluation import family_cv
 from cudaperf_env.ranker.features import records_for
-from cudaperf_env.ranker.metrics import accuracy
 from cudaperf_env.ranker.pairs import dataset_pairs
-from cudaperf_env.ranker.train import TrainConfig, fit, pair_rows, task_weights
+from cudaperf_env.ranker.train import TrainConfig
 
 VARIANTS = {
     "shipped": TrainConfig(),
@@ -38,20 +38,10 @@ def main() -> None:
     args = parser.parse_args()
     train = load_dataset("train")
     records = records_for(train.values(), args.features)
-    families = sorted({t.family for t in train.values()})
-    order = np.random.default_rng(0).permutation(families)
-    folds = [set(order[i::FOLDS]) for i in range(FOLDS)]
     pairs = dataset_pairs(train.values(), ("shown", "hidden", "perf"))
     result = {}
     for name, config in VARIANTS.items():
-        scores = []
-        for held in folds:
-            fit_pairs = [p for p in pairs if train[p.task].family not in held]
-            test_pairs = [p for p in pairs if train[p.task].family in held and p.kind == "perf"]
-            faster, slower, ctx, kept = pair_rows(fit_pairs, records, config.features)
-            model = fit(config, faster, slower, ctx, task_weights([fit_pairs[i] for i in kept]))
-            a, b, c, _ = pair_rows(test_pairs, records, config.features)
-            scores.append(accuracy(model.probability(a, b, c)))
+        scores = family_cv(train, pairs, records, config, FOLDS)
         result[name] = {"mean": float(np.mean(scores)), "folds": scores}
         print(name, round(float(np.mean(scores)), 3), [round(s, 3) for s in scores], flush=True)
     if args.out:

@@ -25,10 +25,10 @@ from pathlib import Path
 import numpy as np
 
 from cudaperf_env.dataset.variants import load_variant_tasks
+from cudaperf_env.ranker.evaluation import family_cv
 from cudaperf_env.ranker.features import records_for
-from cudaperf_env.ranker.metrics import accuracy
 from cudaperf_env.ranker.pairs import Pair, dataset_pairs
-from cudaperf_env.ranker.train import TrainConfig, fit, pair_rows, task_weights
+from cudaperf_env.ranker.train import TrainConfig, task_weights
 
 FOLDS = 5
 
@@ -58,9 +58,6 @@ def main() -> None:
     config = TrainConfig()
     train = load_variant_tasks("train")
     records = records_for(train.values(), args.features)
-    families = sorted({t.family for t in train.values()})
-    order = np.random.default_rng(0).permutation(families)
-    folds = [set(order[i::FOLDS]) for i in range(FOLDS)]
     pairs = dataset_pairs(train.values(), config.pair_kinds, config.deadband)
     result: dict[str, object] = {
         "pairs": len(pairs), "variant_pairs": sum(map(has_variant, pairs)),
@@ -68,14 +65,8 @@ def main() -> None:
     }  # fmt: skip
     print(result, flush=True)
     for name, (variants, weigh) in ARMS.items():
-        scores = []
-        for held in folds:
-            fit_pairs = [p for p in pairs if train[p.task].family not in held and (variants or not has_variant(p))]
-            test_pairs = [p for p in pairs if train[p.task].family in held and p.kind == "perf" and not has_variant(p)]
-            faster, slower, ctx, kept = pair_rows(fit_pairs, records, config.features)
-            model = fit(config, faster, slower, ctx, weigh([fit_pairs[i] for i in kept]))
-            a, b, c, _ = pair_rows(test_pairs, records, config.features)
-            scores.append(accuracy(model.probability(a, b, c)))
+        scores = family_cv(train, pairs, records, config, FOLDS, fit_pair=lambda p, v=variants: v or not has_variant(p),
+                           test_pair=lambda p: not has_variant(p), weigh=weigh)
         result[name] = {"mean": float(np.mean(scores)), "folds": scores}
         print(name, round(float(np.mean(scores)), 3), [round(s, 3) for s in scores], flush=True)
     if args.out:

@@ -13,16 +13,16 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from cudaperf_env.ranker.features import context, vector
-from cudaperf_env.ranker.metrics import summary
+from cudaperf_env.ranker.metrics import accuracy, summary
 from cudaperf_env.ranker.model import PairwiseModel
 from cudaperf_env.ranker.pairs import Pair, config_key
-from cudaperf_env.ranker.train import Records, pair_rows
+from cudaperf_env.ranker.train import Records, fit, pair_rows, task_weights
 from cudaperf_env.tasks.schema import Task
 
 
@@ -110,3 +110,22 @@ def _against_baseline(own: Mapping[tuple[str, str], float], scores: Mapping[tupl
         base = scores.get((task_id, tasks[task_id].baseline), math.nan)
         out[(task_id, name)] = 0.5 + 0.5 * (value - base) if math.isfinite(base) else math.nan
     return out
+
+
+def family_cv(tasks: Mapping[str, Task], pairs: Sequence[Pair], records: Records, config: Any, folds: int = 5,
+              fit_pair: Callable[[Pair], bool] = lambda p: True, test_pair: Callable[[Pair], bool] = lambda p: True,
+              weigh: Callable[[Sequence[Pair]], np.ndarray] | None = None) -> list[float]:  # fmt: skip
+    """Leave-families-out accuracy per fold: the tasks' families dealt into ``folds`` (seed 0); each fold's
+    perf pairs (those ``test_pair`` keeps) scored by a model fitted (``config``) on the other folds' pairs
+    (those ``fit_pair`` keeps), weighted by ``weigh`` (default: each task's pairs weigh 1 in all)."""
+    weigh = weigh or task_weights
+    order = np.random.default_rng(0).permutation(sorted({t.family for t in tasks.values()}))
+    scores = []
+    for held in (set(order[i::folds]) for i in range(folds)):
+        fit_pairs = [p for p in pairs if tasks[p.task].family not in held and fit_pair(p)]
+        test_pairs = [p for p in pairs if tasks[p.task].family in held and p.kind == "perf" and test_pair(p)]
+        faster, slower, ctx, kept = pair_rows(fit_pairs, records, config.features)
+        model = fit(config, faster, slower, ctx, weigh([fit_pairs[i] for i in kept]))
+        a, b, c, _ = pair_rows(test_pairs, records, config.features)
+        scores.append(accuracy(model.probability(a, b, c)))
+    return scores
