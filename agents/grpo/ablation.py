@@ -74,7 +74,11 @@ class AblationConfig:
         backend: Grading backend of training and evaluation (cuda for speedups).
         generator: Training's generator (vllm or transformers).
         eval_policy: The evaluation's policy (vllm or transformers).
-        gpus: Jobs run at once, one GPU each.
+        gpus: GPUs to use (jobs are pinned to one each).
+        jobs_per_gpu: Jobs that share a GPU at once. A small model's generation is bound by the
+            per-token step on the host, not by the GPU, so on one GPU several jobs at once
+            finish sooner than one after another.
+        tensorboard: Training runs also write TensorBoard events (needs the tensorboard package).
         max_minutes: Stop starting jobs past this budget (0: none); re-run to continue.
         eval_minutes: Budget needed to start an evaluation job (it is killed at the deadline otherwise).
         train_minutes: Budget needed to start a training job (loading, engine start-up and one step).
@@ -100,6 +104,8 @@ class AblationConfig:
     generator: str = "vllm"
     eval_policy: str = "vllm"
     gpus: int = 1
+    jobs_per_gpu: int = 1
+    tensorboard: bool = True
     max_minutes: float = 0.0
     eval_minutes: float = 4.0
     train_minutes: float = 3.0
@@ -108,8 +114,8 @@ class AblationConfig:
         unknown = [a for a in self.arms if a not in ARMS]
         if unknown:
             raise ValueError(f"unknown arms {unknown}; expected some of {', '.join(ARMS)}")
-        if not self.seeds or self.gpus < 1 or self.steps < 1:
-            raise ValueError("need at least one seed, one GPU and one step")
+        if not self.seeds or self.gpus < 1 or self.jobs_per_gpu < 1 or self.steps < 1:
+            raise ValueError("need at least one seed, one GPU, one job per GPU and one step")
 
 
 @dataclass
@@ -145,7 +151,8 @@ def train_command(config: AblationConfig, arm: str, seed: int) -> list[str]:
             "--group", str(config.group), "--tasks-per-step", str(config.tasks_per_step),
             "--steps", str(config.steps), "--seed", str(seed), "--max-tokens", str(config.max_tokens),
             "--lr", str(config.lr), "--backend", config.backend, "--generator", config.generator,
-            "--save-every", "1", "--keep-checkpoints", "1", "--no-progress"]  # fmt: skip
+            "--save-every", "1", "--keep-checkpoints", "1", "--no-progress",
+            "--tensorboard" if config.tensorboard else "--no-tensorboard"]  # fmt: skip
 
 
 def eval_command(config: AblationConfig, which: str, seed: int, split: str) -> list[str]:
@@ -186,8 +193,8 @@ def plan(config: AblationConfig) -> list[Job]:
 
 
 def run_jobs(jobs: Sequence[Job], gpus: int, max_minutes: float, eval_minutes: float, train_minutes: float = 3.0,
-             started: float | None = None) -> dict[str, str]:  # fmt: skip
-    """Run pending jobs, ``gpus`` at a time, within the budget; returns each job's state.
+             started: float | None = None, jobs_per_gpu: int = 1) -> dict[str, str]:  # fmt: skip
+    """Run pending jobs, ``gpus * jobs_per_gpu`` at a time, within the budget; returns each job's state.
 
     A job starts only with ``train_minutes`` (training) or ``eval_minutes`` left; a training job
     gets the time left as its own ``--max-minutes`` (it checkpoints every step); any job still
@@ -198,7 +205,7 @@ def run_jobs(jobs: Sequence[Job], gpus: int, max_minutes: float, eval_minutes: f
     start = time.monotonic() if started is None else started
     deadline = start + max_minutes * 60 if max_minutes > 0 else float("inf")
     state = {j.name: "done" if j.done else "pending" for j in jobs}
-    free = list(range(gpus))
+    free = [gpu for _ in range(jobs_per_gpu) for gpu in range(gpus)]  # slots, spread over the GPUs
     running: dict[str, tuple[subprocess.Popen[bytes], int, Job]] = {}
     while True:
         for name, (proc, gpu, job) in list(running.items()):
@@ -276,6 +283,8 @@ def main(argv: list[str] | None = None) -> int:
         flag, text = f"--{f.name.replace('_', '-')}", helps.get(f.name, "")
         if f.name == "model":
             parser.add_argument(flag, required=True, help=text)
+        elif isinstance(f.default, bool):
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default, help=text)
         elif isinstance(f.default, tuple):
             kind = type(f.default[0]) if f.default else str
             parser.add_argument(flag, nargs="+", type=kind, default=list(f.default), help=text)
@@ -291,7 +300,8 @@ def main(argv: list[str] | None = None) -> int:
         for job in jobs:
             print(f"[{'done' if job.done else 'pending'}] {job.name}: {shlex.join(job.command)}")
         return 0
-    state = run_jobs(jobs, config.gpus, config.max_minutes, config.eval_minutes, config.train_minutes)
+    state = run_jobs(jobs, config.gpus, config.max_minutes, config.eval_minutes, config.train_minutes,
+                     jobs_per_gpu=config.jobs_per_gpu)  # fmt: skip
     command = shlex.join(["python", "-m", "agents.grpo.ablation", *(argv if argv is not None else sys.argv[1:])])
     results = write_results(config, state, command)
     counts = {s: sum(v == s for v in state.values()) for s in sorted(set(state.values()))}

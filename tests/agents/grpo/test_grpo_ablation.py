@@ -8,7 +8,7 @@ import time
 import pytest
 
 from agents.evaluate import evaluate_policy, write_report
-from agents.grpo.ablation import AblationConfig, Job, plan, run_jobs, write_results
+from agents.grpo.ablation import AblationConfig, Job, main, plan, run_jobs, write_results
 from agents.grpo.ablation_results import mean_ci
 from agents.grpo.logbook import Logbook
 from agents.policies import ScriptedPolicy
@@ -128,9 +128,29 @@ def test_driver_kills_a_job_at_the_deadline(tmp_path):
 
 
 def test_dry_run_lists_every_job(tmp_path, capsys):
-    from agents.grpo.ablation import main
-
     assert main(["--model", "/m", "--out", str(tmp_path), "--seeds", "0", "--arms", "speedup_only", "--dry-run"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 2 + 1 + 2 and all(line.startswith("[pending] ") for line in lines)
     assert "--save-every 1" in lines[2] and "--preset speedup_only" in lines[2]
+
+
+def test_several_jobs_share_a_gpu_at_once(tmp_path):
+    # each job records its GPU and waits until every job has started: only concurrent jobs finish
+    code = ("import os, sys, time, pathlib; d = pathlib.Path(sys.argv[1]); "
+            "(d / sys.argv[2]).write_text(os.environ['CUDA_VISIBLE_DEVICES']); t = time.time(); "
+            "[time.sleep(0.05) for _ in iter(lambda: len(list(d.glob('job*'))) < 3 and time.time() - t < 20, False)]; "
+            "sys.exit(0 if len(list(d.glob('job*'))) == 3 else 4)")  # fmt: skip
+    jobs = [Job(f"job{i}", [sys.executable, "-c", code, str(tmp_path), f"job{i}"], tmp_path / f"job{i}",
+                log=tmp_path / "logs" / f"job{i}.log") for i in range(3)]  # fmt: skip
+    assert run_jobs(jobs, gpus=1, max_minutes=0, eval_minutes=0, jobs_per_gpu=3) == dict.fromkeys(
+        ("job0", "job1", "job2"), "done")  # fmt: skip
+    assert {(tmp_path / f"job{i}").read_text() for i in range(3)} == {"0"}
+
+
+def test_boolean_options_are_flags_passed_to_the_runs(tmp_path, capsys):
+    args = ["--model", "/m", "--out", str(tmp_path), "--seeds", "0", "--arms", "speedup_only", "--dry-run"]
+    assert main([*args, "--no-tensorboard", "--jobs-per-gpu", "4"]) == 0
+    train = capsys.readouterr().out.splitlines()[2]
+    assert train.endswith("--no-tensorboard")
+    assert main(args) == 0
+    assert capsys.readouterr().out.splitlines()[2].endswith("--tensorboard")
