@@ -64,7 +64,13 @@ class GRPOConfig:
         repetition_penalty: Sampling's repetition penalty (1.0: off; anything else samples off-policy).
         generator: transformers (the trained model samples) or vllm (an engine serving the LoRA adapter).
         vllm_memory: Fraction of GPU memory the vLLM engine may take.
-        rollout_workers: Tasks rolled out at once: one's replies are graded while another's are generated.
+        rollout: How a step's tasks are rolled out. ``overlapped``: each task in a thread of its own
+            (``rollout_workers`` at a time), so one task's replies are graded while another's are
+            generated. ``batched``: every task's turn in one generation call (tasks_per_step x group
+            sequences), then graded together: faster where generation is bound by the per-token
+            step rather than by the batch (a small model under transformers on a GPU), since
+            grading is then a small share of a step (docs/grpo.md has the H200 figures).
+        rollout_workers: Tasks rolled out at once (``overlapped``).
         device: cpu, cuda or auto.
         bf16: bfloat16 autocast on CUDA (weights stay float32).
         gradient_checkpointing: Trade compute for memory on long sequences.
@@ -113,6 +119,7 @@ class GRPOConfig:
     repetition_penalty: float = 1.0
     generator: str = "transformers"
     vllm_memory: float = 0.3
+    rollout: str = "overlapped"
     rollout_workers: int = 4
     device: str = "auto"
     bf16: bool = True
@@ -153,7 +160,7 @@ class GRPOConfig:
 
 CHOICES: dict[str, tuple[str, ...]] = {
     "preset": tuple(PRESETS), "advantage": tuple(ADVANTAGES), "advantage_scope": SCOPES,
-    "loss_aggregation": tuple(AGGREGATIONS),
+    "loss_aggregation": tuple(AGGREGATIONS), "rollout": ("overlapped", "batched"),
     "generator": ("transformers", "vllm"), "backend": ("cpu", "cuda", "auto"), "split": ("train", "validation", "test"),
     "device": ("cpu", "cuda", "auto"),
 }  # fmt: skip
@@ -161,7 +168,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
 
 # Fields whose change makes a checkpoint a different run (anything else may change on resume).
 IDENTITY = ("model", "split", "task", "task_dir", "limit", "preset", "ranker", "group", "turns", "tasks_per_step",
-            "seed", "advantage", "advantage_scope", "loss_aggregation", "lora_r", "generator")  # fmt: skip
+            "seed", "advantage", "advantage_scope", "loss_aggregation", "lora_r", "generator", "rollout")  # fmt: skip
 
 
 def field_help(cls: type = GRPOConfig) -> dict[str, str]:

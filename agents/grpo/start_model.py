@@ -33,11 +33,22 @@ def export_start_model(model: str, out: str | Path, adapter: str | None = None, 
 
         weights = PeftModel.from_pretrained(weights, adapter, local_files_only=True).merge_and_unload()
     target = Path(out)
-    weights.save_pretrained(target)
+    without_quantizer(weights).save_pretrained(target)
     tokenizer.save_pretrained(target)
     provenance = {"base": str(model or default_model_path()), "adapter": adapter, "dtype": dtype}
     (target / "start_model.json").write_text(json.dumps(provenance, indent=2) + "\n", encoding="utf-8")
     return target
+
+
+def without_quantizer(model: Any) -> Any:
+    """``model`` unmarked as quantized: a GGUF checkpoint is de-quantized when loaded, yet keeps a
+    quantizer that makes ``save_pretrained`` refuse ("not serializable"); its weights are plain."""
+    if getattr(model, "hf_quantizer", None) is not None:
+        model.hf_quantizer = None
+        model.is_quantized = False
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+    return model
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -50,7 +50,7 @@ from agents.grpo.loss import completion_logprobs, grpo_loss, token_weights
 from agents.policies.base import Policy, Sampling
 from agents.records import TurnRecord, write_records
 from agents.report import trajectories
-from agents.rollout import RolloutConfig, rollout
+from agents.rollout import RolloutConfig, rollout, rollouts
 from cudaperf_env.backends import make_backend
 from cudaperf_env.evaluate import STAGES, Evaluator, rank
 from cudaperf_env.tasks.schema import Task
@@ -235,18 +235,22 @@ def rollout_seed(seed: int, step: int, index: int) -> int:
 
 def collect(policy: SerialPolicy, tasks: Sequence[Task], grader: Grader, config: GRPOConfig,
             step: int) -> tuple[list[TurnRecord], float]:  # fmt: skip
-    """Every task's group rolled out, ``rollout_workers`` at a time; returns the records and the wall time."""
+    """Every task's group rolled out (``config.rollout``: overlapped or batched); returns the records and wall time."""
     policy.reset()
     sampling = Sampling(temperature=config.temperature, top_p=config.top_p, max_tokens=config.max_tokens,
                         repetition_penalty=config.repetition_penalty)  # fmt: skip
 
+    def rollout_config(index: int) -> RolloutConfig:
+        return RolloutConfig(turns=config.turns, group=config.group, sampling=sampling, gamma=config.gamma,
+                             seed=rollout_seed(config.seed, step, index), stop_when_correct=config.stop_when_correct,
+                             reward=grader.reward)  # fmt: skip
+
     def one(index: int, task: Task) -> list[TurnRecord]:
-        rc = RolloutConfig(turns=config.turns, group=config.group, sampling=sampling, gamma=config.gamma,
-                           seed=rollout_seed(config.seed, step, index), stop_when_correct=config.stop_when_correct,
-                           reward=grader.reward)  # fmt: skip
-        return rollout(policy, task, grader.evaluator, rc)
+        return rollout(policy, task, grader.evaluator, rollout_config(index))
 
     start = time.perf_counter()
+    if config.rollout == "batched":  # one generation call per turn over every task, then one grading
+        return rollouts(policy, tasks, grader.evaluator, rollout_config(0)), time.perf_counter() - start
     with ThreadPoolExecutor(max_workers=config.rollout_workers) as pool:
         done = list(pool.map(one, range(len(tasks)), tasks))
     return [r for group in done for r in group], time.perf_counter() - start

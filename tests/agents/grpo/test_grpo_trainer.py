@@ -8,6 +8,7 @@ model alone writes no code, and equal rewards give no gradient).
 import json
 import math
 from dataclasses import replace
+from types import SimpleNamespace
 
 import pytest
 
@@ -18,6 +19,7 @@ torch = pytest.importorskip("torch")
 from agents.grpo.checkpoint import CheckpointMismatchError, latest_checkpoint  # noqa: E402
 from agents.grpo.config import GRPOConfig  # noqa: E402
 from agents.grpo.logbook import read_metrics  # noqa: E402
+from agents.grpo.start_model import without_quantizer  # noqa: E402
 from agents.grpo.trainer import sample_tasks, train  # noqa: E402
 from agents.policies.base import Generation  # noqa: E402
 from agents.policies.transformers_policy import TransformersPolicy  # noqa: E402
@@ -127,6 +129,36 @@ def test_start_model_merges_an_adapter_into_a_plain_directory(tmp_path, tiny_tok
     merged = transformers.AutoModelForCausalLM.from_pretrained(out)
     assert torch.allclose(merged(input_ids=ids).logits, expected, atol=1e-5)
     assert json.loads((out / "start_model.json").read_text())["adapter"] == str(tmp_path / "adapter")
+
+
+def test_a_batched_rollout_generates_each_turn_of_every_task_in_one_call(tmp_path, tiny_tokenizer):
+    model = tiny_model(tiny_tokenizer)
+    policy = OpensWithAVerifiedKernel(model, tiny_tokenizer)
+    calls = []
+    generate = policy.generate
+    policy.generate = lambda batch, n, sampling: calls.append((len(batch), n)) or generate(batch, n, sampling)
+    cfg = config(tmp_path, rollout="batched", steps=1)
+    result = train(cfg, model=model, tokenizer=tiny_tokenizer, tasks=TASKS, policy=policy)
+    assert result.stopped == "done"
+    # turn 1: both tasks' prompts, sampled G=2 times each; turn 2: the trajectories still going, together
+    assert calls[0] == (2, 2) and len(calls) == 2 and calls[1][1] == 1
+    row = read_metrics(tmp_path / "metrics.jsonl")[0]
+    assert row["pass_rate/trajectory"] == 0.5 and math.isfinite(row["loss/total"])
+
+
+def test_a_gguf_loaded_model_is_saved_as_plain_weights(tmp_path, tiny_tokenizer):
+    # transformers de-quantizes a GGUF file on load but keeps its quantizer, which refuses to save
+    model = tiny_model(tiny_tokenizer)
+    model.hf_quantizer = SimpleNamespace(quantization_config=SimpleNamespace(quant_method="gguf"))
+    model.config.quantization_config = {"quant_method": "gguf"}
+    with pytest.raises(ValueError, match="not serializable"):
+        model.save_pretrained(tmp_path / "refused")
+    without_quantizer(model).save_pretrained(tmp_path / "plain")
+    config = json.loads((tmp_path / "plain" / "config.json").read_text())
+    assert "quantization_config" not in config
+    reloaded = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "plain")
+    ids = torch.tensor([[5, 6, 7]])
+    assert torch.equal(reloaded(input_ids=ids).logits, model(input_ids=ids).logits)
 
 
 def test_gradient_accumulation_gives_the_full_batch_gradient_and_kl_runs_through_the_reference(tiny_tokenizer):
