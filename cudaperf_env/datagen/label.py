@@ -308,19 +308,26 @@ class Labeller:
         record: dict[str, Any] = {"task": task.id, "digest": task_digest(task), "baseline": task.baseline,
                                   "date": datetime.date.today().isoformat(), "driver": self.driver,
                                   "configs": [], "error": ""}  # fmt: skip
-        failed = [f"{i.name}: {b.log.strip()[-400:]}" for i, b in zip(task.implementations, builds, strict=True)
-                  if b.library is None]  # fmt: skip
-        if failed:
-            record["error"] = "build failed: " + "; ".join(failed)
+        kept, dropped = usable_builds(task, builds)
+        if task.baseline in dropped:
+            record["error"] = f"build failed: {task.baseline}: {dropped[task.baseline]}"
             return record, False
-        names = {i.name: f"t{n}.{i.name}" for i in task.implementations}
+        names: dict[str, str] = {}
         started = time.perf_counter()
-        for impl, build in zip(task.implementations, builds, strict=True):
-            load = {"op": "load", "lib": str(build.library), "name": names[impl.name], "symbol": build.symbol}
+        for impl, build in kept:
+            load = {"op": "load", "lib": str(build.library), "name": f"t{n}.{impl.name}", "symbol": build.symbol}
             reply = worker.request(load, 60)
-            if isinstance(reply, Crash) or not reply.get("ok"):
+            crashed = isinstance(reply, Crash)
+            loaded = not isinstance(reply, Crash) and bool(reply.get("ok"))
+            if not loaded and (crashed or impl.name == task.baseline):
                 record["error"] = f"load {impl.name}: {_failure(reply)}"
-                return record, True
+                return record, crashed
+            if not loaded:  # one implementation that does not load: label the others
+                dropped[impl.name] = f"load: {_failure(reply)}"
+                continue
+            names[impl.name] = load["name"]
+        if dropped:
+            record["dropped"] = dropped
         record["load_s"] = round(time.perf_counter() - started, 4)
         init = worker.early_replies[0] if worker.early_replies else {}
         record["device"] = {k: init.get(k) for k in ("name", "cc", "sms", "driver")}
@@ -344,6 +351,22 @@ class Labeller:
         record["clocks"] = read_clocks(device)
         record["seconds"] = round(time.perf_counter() - started, 3)
         return record, False
+
+
+def usable_builds(task: Task, builds: Sequence[UnitBuild]) -> tuple[list[tuple[Any, UnitBuild]], dict[str, str]]:
+    """The implementations of ``task`` whose build gave a library, and why the others were dropped (pure).
+
+    One implementation that does not build on the GPU (a knob variant the CPU backend accepted,
+    say) no longer costs its task's whole record: the others are labelled, the dropped ones named
+    in the record's ``dropped``. The caller refuses a task whose baseline is dropped.
+    """
+    kept, dropped = [], {}
+    for impl, build in zip(task.implementations, builds, strict=True):
+        if build.library is None:
+            dropped[impl.name] = f"build: {build.log.strip()[-400:]}"
+        else:
+            kept.append((impl, build))
+    return kept, dropped
 
 
 def label_entry(lib: str, reply: Mapping[str, Any]) -> dict[str, Any]:

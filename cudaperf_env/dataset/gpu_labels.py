@@ -150,8 +150,9 @@ def implementation_labels(stream_record: Mapping[str, Any]) -> dict[str, list[di
 def fold_labels(records: Iterable[dict[str, Any]], streams: Mapping[str, Mapping[str, Any]]) -> int:
     """Set ``implementations[].labels`` of every record whose stream entry matches its digest.
 
-    Records without a matching, error-free entry keep the labels they carry. Returns
-    the number of records labelled from ``streams``.
+    Records without a matching, error-free entry keep the labels they carry. An
+    implementation the labeller dropped (``dropped``: it did not build or load on the GPU)
+    gets no labels. Returns the number of records labelled from ``streams``.
     """
     folded = 0
     for record in records:
@@ -159,10 +160,11 @@ def fold_labels(records: Iterable[dict[str, Any]], streams: Mapping[str, Mapping
         if not entry or entry.get("error") or entry.get("digest") != record_digest(record):
             continue
         labels = implementation_labels(entry)
-        if {i["name"] for i in record["implementations"]} != labels.keys():
+        names = {i["name"] for i in record["implementations"]}
+        if labels.keys() - names or names - labels.keys() - entry.get("dropped", {}).keys():
             continue
         for impl in record["implementations"]:
-            impl["labels"] = labels[impl["name"]]
+            impl["labels"] = labels.get(impl["name"], [])  # none for one the labeller dropped
         folded += 1
     return folded
 

@@ -6,7 +6,16 @@ from pathlib import Path
 import pytest
 
 from cudaperf_env.backends import gpu_available
-from cudaperf_env.datagen.label import Labeller, LabelOptions, all_configs, input_bytes, label_order, tasks_to_label
+from cudaperf_env.datagen.bundle import UnitBuild
+from cudaperf_env.datagen.label import (
+    Labeller,
+    LabelOptions,
+    all_configs,
+    input_bytes,
+    label_order,
+    tasks_to_label,
+    usable_builds,
+)
 from cudaperf_env.dataset.gpu_labels import best_speedup, perf_summary, read_stream, task_digest
 from cudaperf_env.tasks import load_tasks
 
@@ -28,6 +37,16 @@ def test_resumed_runs_skip_labelled_tasks_and_retry_errors_only_when_asked_and_l
     assert [t.id for t in tasks_to_label([saxpy, matmul, other], done)] == [other.id]
     assert [t.id for t in tasks_to_label([saxpy, matmul, other], done, retry_errors=True)] == [other.id, saxpy.id]
     assert [t.id for t in tasks_to_label([saxpy, matmul], {})] == [saxpy.id, matmul.id]
+
+
+def test_an_implementation_that_does_not_build_is_dropped_not_its_task(tmp_path):
+    task = TASKS["c2cuda/saxpy_f32"]
+    good = UnitBuild(tmp_path / "lib.so", "cudaperf_call_0", "", True, "")
+    bad = UnitBuild(None, "cudaperf_call", "x.cu(3): error: identifier \"tid\" is undefined\n", False, "alone")
+    builds = [bad if i == 1 else good for i in range(len(task.implementations))]
+    kept, dropped = usable_builds(task, builds)
+    assert [i.name for i, _ in kept] == [i.name for n, i in enumerate(task.implementations) if n != 1]
+    assert dropped == {task.implementations[1].name: 'build: x.cu(3): error: identifier "tid" is undefined'}
 
 
 @pytest.mark.gpu

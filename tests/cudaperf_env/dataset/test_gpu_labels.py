@@ -131,6 +131,22 @@ def test_fold_labels_only_where_the_digest_matches_and_the_run_succeeded():
     assert not any(i["labels"] for r in (changed, failed, missing) for i in r["implementations"])
 
 
+def test_an_implementation_the_labeller_dropped_gets_no_labels_and_the_others_fold():
+    kept, unexplained = stored("c2cuda/x_0"), stored("c2cuda/x_1")
+    streams = {}
+    for r in (kept, unexplained):
+        entry = streamed(r)
+        for c in entry["configs"]:
+            del c["impls"]["fast"]
+            c["mismatches"] = {}
+        streams[r["id"]] = entry
+    streams[kept["id"]]["dropped"] = {"fast": "build: error: identifier undefined"}
+    assert fold_labels([kept, unexplained], streams) == 1  # a missing implementation needs its reason
+    naive, fast = kept["implementations"]
+    assert [label["kind"] for label in naive["labels"]] == ["shown", "perf"] and fast["labels"] == []
+    assert not any(i["labels"] for i in unexplained["implementations"])
+
+
 def test_folded_labels_parse_and_regroup_to_the_same_noise_verdicts():
     record = stored()
     entry = streamed(record)
