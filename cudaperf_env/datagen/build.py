@@ -2,17 +2,26 @@
 
 Seeded and deterministic: the same families, ``per_family`` and seed give a
 byte-identical data file and splits (the report adds wall times).
+
+Resumable: with a verdict log (``BuildConfig.verdicts``) every verdict is appended as it
+comes, keyed by a digest of the candidate and the verification options, and a rerun
+verifies only what the log lacks; with a deadline (``deadline_s``) a build stops starting
+verifications, keeps the log and writes no data file until every candidate has a verdict.
+So a long build runs as several commands of a few minutes each.
 """
 
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
+import math
 import os
+import time
 import zlib
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
@@ -48,6 +57,8 @@ class BuildConfig:
         verify: Run the verification (off only for quick generator checks).
         verify_options: Limits of the verification.
         kind: Task kind whose families are built (``c2cuda`` or ``torch2cuda``).
+        verdicts: Verdict log (JSONL, appended): verdicts found there are not verified again.
+        deadline_s: Start no verification after this many seconds (None: no limit).
     """
 
     families: tuple[str, ...] = ()
@@ -59,6 +70,8 @@ class BuildConfig:
     verify: bool = True
     verify_options: VerifyOptions = field(default_factory=VerifyOptions)
     kind: str = "c2cuda"
+    verdicts: Path | None = None
+    deadline_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in FAMILIES_BY_KIND:
@@ -99,18 +112,49 @@ def dedupe(candidates: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], 
     return kept, dropped
 
 
+def candidate_digest(data: Mapping[str, Any], options: VerifyOptions) -> str:
+    """What a verdict depends on: the candidate and the verification's options (pure)."""
+    blob = json.dumps([data, asdict(options)], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:24]
+
+
+def read_verdicts(path: Path | None) -> dict[str, Verdict]:
+    """The verdicts of a log by candidate digest (later lines win; a missing file is empty)."""
+    if path is None or not path.is_file():
+        return {}
+    verdicts = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            entry = json.loads(line)
+            digest = entry.pop("digest")
+            verdicts[digest] = Verdict(**entry)
+    return verdicts
+
+
 def verify_all(candidates: Sequence[dict[str, Any]], options: VerifyOptions, workers: int,
-               on_done: Callable[[Verdict], None] | None = None) -> list[Verdict]:  # fmt: skip
-    """:func:`verify_task` over a process pool; verdicts in the order of ``candidates``."""
+               on_done: Callable[[Verdict], None] | None = None,
+               deadline: float = math.inf) -> list[Verdict]:  # fmt: skip
+    """:func:`verify_task` over a process pool; verdicts in the order of ``candidates``.
+
+    ``workers`` run at a time; past ``deadline`` (a ``time.time()``) none starts, so those
+    not started have no verdict and the list is shorter than ``candidates`` (in their order).
+    """
     verdicts: dict[str, Verdict] = {}
+    waiting = list(reversed(candidates))
     with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
-        futures = [pool.submit(verify_task, data, options) for data in candidates]
-        for future in as_completed(futures):
-            verdict = future.result()
-            verdicts[verdict.task_id] = verdict
-            if on_done:
-                on_done(verdict)
-    return [verdicts[d["id"]] for d in candidates]
+        running: set[Future[Verdict]] = set()
+        while waiting or running:
+            while waiting and len(running) < workers and time.time() <= deadline:
+                running.add(pool.submit(verify_task, waiting.pop(), options))
+            if not running:
+                break  # past the deadline: the rest have no verdict
+            finished, running = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                verdict = future.result()
+                verdicts[verdict.task_id] = verdict
+                if on_done:
+                    on_done(verdict)
+    return [verdicts[d["id"]] for d in candidates if d["id"] in verdicts]
 
 
 def write_data(path: Path, records: Sequence[dict[str, Any]]) -> None:
@@ -130,14 +174,16 @@ def build(config: BuildConfig, on_event: Callable[[str, int, Verdict | None], No
           ) -> dict[str, Any]:  # fmt: skip
     """Build the dataset described by ``config``; returns the build report (also written).
 
+    A build cut by its deadline returns ``{"complete": False, ...}`` (how many candidates have
+    a verdict) and writes nothing but the verdict log: run it again to go on.
+
     Args:
         config: What to build and where.
         on_event: Progress callback ``(phase, total, verdict)``: ``("verify", n, None)``
             once when verification starts, then ``("done", n, verdict)`` per task.
     """
-    import time
-
     started = time.perf_counter()
+    deadline = time.time() + config.deadline_s if config.deadline_s is not None else math.inf
     families = config.family_list
     candidates = [generate(f, config.seed, v, config.kind) for f in families for v in range(config.per_family)]
     unique, duplicates = dedupe(candidates)
@@ -145,8 +191,27 @@ def build(config: BuildConfig, on_event: Callable[[str, int, Verdict | None], No
     if on_event:
         on_event("verify", len(unique), None)
     if config.verify:
-        done = (lambda v: on_event("done", len(unique), v)) if on_event else None
-        verdicts = verify_all(unique, config.verify_options, workers, done)
+        digests = {d["id"]: candidate_digest(d, config.verify_options) for d in unique}
+        logged = read_verdicts(config.verdicts)
+        known = {d["id"]: logged[digests[d["id"]]] for d in unique if digests[d["id"]] in logged}
+
+        def done(verdict: Verdict) -> None:
+            if config.verdicts is not None:
+                with config.verdicts.open("a", encoding="utf-8") as log:
+                    log.write(json.dumps({"digest": digests[verdict.task_id], **asdict(verdict)}) + "\n")
+            if on_event:
+                on_event("done", len(unique), verdict)
+
+        for verdict in known.values():
+            if on_event:
+                on_event("done", len(unique), verdict)
+        todo = [d for d in unique if d["id"] not in known]
+        fresh = {v.task_id: v for v in verify_all(todo, config.verify_options, workers, done, deadline)}
+        if len(known) + len(fresh) < len(unique):
+            return {"complete": False, "candidates": len(candidates), "verified_now": len(fresh),
+                    "verified": len(known) + len(fresh), "unique": len(unique),
+                    "build_seconds": round(time.perf_counter() - started, 1)}  # fmt: skip
+        verdicts = [known.get(d["id"]) or fresh[d["id"]] for d in unique]
     else:
         verdicts = [Verdict(d["id"], d["family"], True) for d in unique]
     kept = [d for d, v in zip(unique, verdicts, strict=True) if v.ok]
@@ -180,6 +245,7 @@ def _report(config: BuildConfig, families: Sequence[str], candidates: Sequence[d
     drops = Counter(v.reason for v in verdicts if not v.ok)
     drops_by_family = Counter(f"{v.family}:{v.reason}" for v in verdicts if not v.ok)
     return {
+        "complete": True,
         "seed": config.seed,
         "per_family": config.per_family,
         "families": list(families),

@@ -38,6 +38,10 @@ def add_dataset_commands(subparsers: Any) -> None:
     p.add_argument("--card", type=Path, default=None, help="dataset card to write (default: docs/dataset-card.md "
                    "for the shipped file, none otherwise)")
     p.add_argument("--no-verify", action="store_true", help="skip verification (generator checks only)")
+    p.add_argument("--verdicts", type=Path, default=None,
+                   help="verdict log (JSONL, appended): a rerun verifies only what it lacks (resume)")
+    p.add_argument("--deadline-s", type=float, default=None,
+                   help="start no verification after this many seconds (needs --verdicts; rerun to go on)")
     p.set_defaults(run=_build)
     p = sub.add_parser("card", help="re-render the dataset card (after new GPU labels, without a rebuild)")
     p.add_argument("--path", type=Path, default=DATA_FILE, help="data file")
@@ -71,10 +75,13 @@ def _build(args: argparse.Namespace) -> int:
     from cudaperf_env.datagen.build import CARD_FILE
 
     args.out = args.out or DATA_FILES[args.kind]
+    if args.deadline_s is not None and args.verdicts is None:
+        Console(stderr=True).print("error: --deadline-s needs --verdicts FILE (where the verdicts so far are kept)")
+        return 2
     card = args.card or (CARD_FILE if args.out.resolve() == DATA_FILE.resolve() else None)
     config = BuildConfig(families=tuple(args.families), per_family=args.per_family, seed=args.seed,
                          workers=args.workers, out=args.out, card=card, verify=not args.no_verify,
-                         kind=args.kind)  # fmt: skip
+                         kind=args.kind, verdicts=args.verdicts, deadline_s=args.deadline_s)  # fmt: skip
     columns = (TextColumn("verifying"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[kept]} kept"),
                TimeElapsedColumn(), TimeRemainingColumn())  # fmt: skip
     with Progress(*columns, console=Console(stderr=True)) as progress:
@@ -91,6 +98,11 @@ def _build(args: argparse.Namespace) -> int:
 
         report = build(config, on_event)
     console = Console()
+    if not report.get("complete", True):
+        console.print(f"{report['verified']} of {report['unique']} candidates verified ({report['verified_now']} now, "
+                      f"{report['build_seconds']} s); nothing written but {args.verdicts}: run the same command "
+                      "again to go on")  # fmt: skip
+        return 0
     console.print(f"{report['kept']} tasks kept of {report['candidates']} candidates "
                   f"({report['duplicates']} duplicates, drops {report['drops'] or 'none'}) "
                   f"in {report['build_seconds']} s -> {args.out}")  # fmt: skip

@@ -1,10 +1,12 @@
 """The builder: deterministic generation, dedupe by normalized reference, splits, a real small build."""
 
+import dataclasses
 import gzip
 import json
 
 import pytest
 
+from cudaperf_env.cli import main as cli_main
 from cudaperf_env.datagen.build import BuildConfig, build, dedupe, generate
 from cudaperf_env.datagen.normalize import dedupe_key, normalized_reference
 from cudaperf_env.datagen.registry import family_names
@@ -83,3 +85,24 @@ def test_a_small_real_build_is_byte_identical_when_repeated(tmp_path):
         records = [json.loads(line) for line in f]
     assert report["kept"] == len(records) == 2 - sum(report["drops"].values())
     assert report["candidates"] == 2
+
+
+def test_a_build_cut_by_its_deadline_resumes_from_its_verdict_log(tmp_path):
+    log = tmp_path / "verdicts.jsonl"
+    cut = BuildConfig(families=("map_unary",), per_family=4, seed=1, workers=1, out=tmp_path / "a" / "d.jsonl.gz",
+                      card=None, verdicts=log, deadline_s=0)  # fmt: skip
+    first = build(cut)  # past its deadline at once: nothing verified, nothing written
+    assert first["complete"] is False and first["verified"] == 0 and not cut.out.exists()
+    half = build(dataclasses.replace(cut, per_family=2, deadline_s=None))  # the first two candidates
+    assert half["complete"] and len(log.read_text().splitlines()) == half["candidates"] - half["duplicates"]
+    report = build(dataclasses.replace(cut, deadline_s=None))
+    assert report["complete"] and len(log.read_text().splitlines()) == first["unique"]  # only the rest verified
+    straight = build(BuildConfig(families=("map_unary",), per_family=4, seed=1, workers=1,
+                                 out=tmp_path / "b" / "d.jsonl.gz", card=None))  # fmt: skip
+    assert (tmp_path / "a" / "d.jsonl.gz").read_bytes() == (tmp_path / "b" / "d.jsonl.gz").read_bytes()
+    assert report["kept"] == straight["kept"] and report["drops"] == straight["drops"]
+
+
+def test_a_deadline_without_a_verdict_log_is_refused_with_what_to_add(capsys):
+    assert cli_main(["dataset", "build", "--families", "map_unary", "--per-family", "1", "--deadline-s", "60"]) == 2
+    assert "--verdicts FILE" in capsys.readouterr().err
