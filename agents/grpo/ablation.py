@@ -66,6 +66,9 @@ class AblationConfig:
         tasks_per_step: Tasks per training step.
         max_tokens: New tokens per reply.
         lr: Learning rate.
+        temperature: Training's sampling temperature (the loss scores tokens under it). 0.7, as the
+            evaluation samples: at 1.0 the 135M start model passed none of its training tasks in
+            the H200 pilot (every group's rewards alike: no correctness signal to learn from).
         train_split: Split the training tasks come from.
         train_limit: Use the first N tasks of the training split (0: all).
         eval_splits: Held-out splits every checkpoint is evaluated on.
@@ -97,6 +100,7 @@ class AblationConfig:
     tasks_per_step: int = 4
     max_tokens: int = 1024
     lr: float = 2e-5
+    temperature: float = 0.7
     train_split: str = "train"
     train_limit: int = 0
     eval_splits: tuple[str, ...] = ("validation", "test")
@@ -153,7 +157,8 @@ def train_command(config: AblationConfig, arm: str, seed: int) -> list[str]:
             "--preset", preset, "--ranker" if ranker else "--no-ranker", "--turns", str(config.turns),
             "--group", str(config.group), "--tasks-per-step", str(config.tasks_per_step),
             "--steps", str(config.steps), "--seed", str(seed), "--max-tokens", str(config.max_tokens),
-            "--lr", str(config.lr), "--backend", config.backend, "--generator", config.generator,
+            "--lr", str(config.lr), "--temperature", str(config.temperature),
+            "--backend", config.backend, "--generator", config.generator,
             "--rollout", config.rollout, "--save-every", "1", "--keep-checkpoints", "1", "--no-progress",
             "--tensorboard" if config.tensorboard else "--no-tensorboard"]  # fmt: skip
 
