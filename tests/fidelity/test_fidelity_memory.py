@@ -81,6 +81,16 @@ HOST_HEAP = {
         "  float* w = (float*)calloc(64, sizeof(float)); w[0] = 1.0f;\n" + HOST_HEAP_LAUNCH + "  free(w);\n}\n"),
 }
 
+# The C library's allocator reached past the arena: refused on the CPU backend; on a GPU the kernel's read
+# faults (__libc_malloc) or the name does not link (__real_malloc exists only under the CPU runtime's --wrap).
+ALLOCATOR_BYPASS = {
+    name: '#include <cstdlib>\nextern "C" void* NAME(size_t);\n'.replace("NAME", name) + HOST_HEAP_KERNEL + (
+        'extern "C" void sum(int n, const float* x, float* out) {\n'
+        f"  float* w = (float*){name}(sizeof(float)); w[0] = 1.0f;\n" + HOST_HEAP_LAUNCH + "}\n")
+    for name in ("__real_malloc", "__libc_malloc")
+}
+
+
 # Host heap memory used by host code only, its contents copied to device memory: correct everywhere.
 HOST_HEAP_HONEST = {
     "malloc_fill_memcpy_launch": "#include <cstdlib>\n" + HOST_HEAP_KERNEL + (
@@ -113,6 +123,14 @@ def test_kernel_reading_host_heap_memory_is_an_illegal_address(evaluator, name):
     if evaluator.backend.name == "cpu":
         assert "a kernel read host memory from malloc/new" in e.message, e.message
         assert "illegal_address" in e.message or "illegal address" in e.message, e.message
+
+
+@pytest.mark.parametrize("name", sorted(ALLOCATOR_BYPASS))
+def test_host_memory_from_past_the_arena_is_refused(evaluator, name):
+    e = evaluator.evaluate(SUM, ALLOCATOR_BYPASS[name], seed=1)
+    assert not e.correct, (e.status, e.message)
+    if evaluator.backend.name == "cpu":
+        assert e.status == "rejected" and f"`{name}` reaches the C library's allocator" in e.message, e.message
 
 
 @pytest.mark.parametrize("name", sorted(HOST_HEAP_HONEST))

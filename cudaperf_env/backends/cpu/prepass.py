@@ -87,6 +87,12 @@ _CONSTRUCTS: Mapping[str, tuple[re.Pattern[str], str | None, str]] = MappingProx
             "`{name}` is a name of the CPU runtime's internals (namespace `cudaperf`), which the checks "
             "of the built code trust; a submission may neither use nor define it: rename it",
         ),
+        "allocator_bypass": (
+            re.compile(r"__real_\w*|__wrap_\w*|__libc_(?:malloc|calloc|realloc|free|memalign|valloc|pvalloc)"), None,
+            "`{name}` reaches the C library's allocator past the CPU runtime's host-memory arena (which "
+            "makes a kernel that reads host memory fault, as it does on a GPU); allocate host memory with "
+            "malloc or new, device memory with cudaMalloc",
+        ),
         "cuda_graph": (
             re.compile(r"cudaGraph\w*|cudaStream(?:Begin|End)Capture\w*"), None,
             "CUDA graphs (`{name}`) are not supported on the CPU backend; launch the kernels "
