@@ -76,6 +76,13 @@ HOST_HEAP = {
     "kernel_reads_std_vector_data": "#include <vector>\n" + HOST_HEAP_KERNEL + (
         'extern "C" void sum(int n, const float* x, float* out) {\n'
         "  std::vector<float> h(4, 1.0f);\n  const float* w = h.data();\n" + HOST_HEAP_LAUNCH + "}\n"),
+    # A file-scope host array (the pre-pass gives it storage in the arena, host_arena.h host_variable).
+    "kernel_reads_host_static_array": "static float weights[4] = {1.0f, 2.0f, 3.0f, 4.0f};\n" + HOST_HEAP_KERNEL + (
+        'extern "C" void sum(int n, const float* x, float* out) {\n'
+        "  const float* w = weights;\n" + HOST_HEAP_LAUNCH + "}\n"),
+    "kernel_reads_zeroed_global_array": "float weights[64];\n" + HOST_HEAP_KERNEL + (
+        'extern "C" void sum(int n, const float* x, float* out) {\n'
+        "  weights[0] = 1.0f;\n  const float* w = weights;\n" + HOST_HEAP_LAUNCH + "}\n"),
     "kernel_reads_host_calloc": "#include <cstdlib>\n" + HOST_HEAP_KERNEL + (
         'extern "C" void sum(int n, const float* x, float* out) {\n'
         "  float* w = (float*)calloc(64, sizeof(float)); w[0] = 1.0f;\n" + HOST_HEAP_LAUNCH + "  free(w);\n}\n"),
@@ -105,6 +112,12 @@ HOST_HEAP_HONEST = {
         "  float* w; cudaMalloc(&w, h.size() * sizeof(float));\n"
         "  cudaMemcpy(w, h.data(), h.size() * sizeof(float), cudaMemcpyHostToDevice);\n"
         + HOST_HEAP_LAUNCH + "  delete[] big;\n  cudaFree(w);\n}\n"),
+    # A file-scope host table used by host code, copied to device memory (zero-filled, initialised, indexed).
+    "static_table_memcpy_launch": "static float table[4] = {1.0f, 0.5f};\nint seen[3];\n" + HOST_HEAP_KERNEL + (
+        'extern "C" void sum(int n, const float* x, float* out) {\n'
+        "  seen[1] = 1;\n  float h = table[0] + table[2] * 7.0f + float(seen[0] + seen[1] - 1);\n"
+        "  float* w; cudaMalloc(&w, sizeof(float));\n  cudaMemcpy(w, &h, sizeof(float), cudaMemcpyHostToDevice);\n"
+        + HOST_HEAP_LAUNCH + "  cudaFree(w);\n}\n"),
     # Device-side malloc is CUDA's own heap (legal in a kernel).
     "device_side_malloc": (
         "__global__ void k(int n, const float* x, float* out) {\n"

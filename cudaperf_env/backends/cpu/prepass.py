@@ -130,8 +130,9 @@ class PrepassResult:
         kernels: Each ``__global__`` function's name -> whether it needs fibers
             (it, or something it may call, uses a barrier or warp collective).
         rejections: Unsupported constructs, by line; the source must not be built if any.
-        device_variables: Names of the ``__device__``/``__constant__`` variables rewritten to
-            references initialised at load time (the load-time code check allows their initialisers).
+        device_variables: Names of the file-scope variables rewritten to references initialised at
+            load time: ``__device__``/``__constant__`` ones and plain host arrays (the load-time code
+            check allows their initialisers).
     """
 
     source: str
@@ -310,13 +311,20 @@ _VARIABLE_SKIP = frozenset({"const", "constexpr", "extern", "__shared__", "__man
                             "using", "operator", "struct", "class", "union", "enum", "&", "&&", "auto"})  # fmt: skip
 
 
+# Host storage the arena cannot stand for: per thread, or whose address the program may need constant.
+_HOST_ARRAY_SKIP = frozenset({"thread_local", "constinit", "register", "__host__", "inline"})
+
+
 def _device_variables(unit: Unit) -> list[tuple[_Edit, str]]:
     """``__device__ T name[dims] = init;`` at file or namespace scope -> a reference to device storage.
 
     ``T (&name)[dims] = ::cudaperf::device_variable<T[dims]>(init);``: pages of their own that
     device memory's separation covers, so host code touching the variable directly faults, as
-    it does not work on a GPU. Declarations this cannot rewrite faithfully are left as they are
-    (constants, several declarators, attributes, unsized arrays). Returns each edit with the name.
+    it does not work on a GPU. A plain host array, ``T name[dims] = init;``, becomes
+    ``T (&name)[dims] = ::cudaperf::host_variable<T[dims]>(init);``: storage in the host arena,
+    closed to kernels, so a kernel handed its address faults as on a GPU. Declarations this
+    cannot rewrite faithfully are left as they are (constants, several declarators, attributes,
+    unsized arrays, thread_local). Returns each edit with the name.
     """
     code, edits = unit.code, []
     scopes: list[bool] = []  # per open brace: a namespace or extern "C" block (file scope continues)
@@ -329,7 +337,7 @@ def _device_variables(unit: Unit) -> list[tuple[_Edit, str]]:
             k = unit.partner[k]  # an initializer's braces
         elif tok.text == "{":
             head = [t.text for t in code[start:k]]
-            scopes.append(bool(head) and (head[0] == "namespace" or head[:2] == ["extern", '"C"']))
+            scopes.append(bool(head) and (head[0] == "namespace" or head == ["extern", '"C"']))  # not a function
             start = k + 1
         elif tok.text == "}":
             if scopes:
@@ -346,8 +354,14 @@ def _device_variables(unit: Unit) -> list[tuple[_Edit, str]]:
 
 
 def _device_variable_edit(source: str, decl: Sequence[Token]) -> tuple[_Edit, str] | None:
+    """The rewrite of one file-scope declaration: a ``__device__``/``__constant__`` variable to
+    device storage, a plain (non-const) host array to storage in the host arena
+    (``::cudaperf::host_variable``, host_arena.h), so that a kernel given its address faults."""
     texts = [t.text for t in decl[:-1]]
-    if not _VARIABLE_SPACES & set(texts) or _VARIABLE_SKIP & set(texts) or "(" in texts[: _index(texts, "=")]:
+    if _VARIABLE_SKIP & set(texts) or "(" in texts[: _index(texts, "=")]:
+        return None
+    on_device = bool(_VARIABLE_SPACES & set(texts))
+    if not on_device and (_HOST_ARRAY_SKIP & set(texts) or "[" not in texts[: _index(texts, "=")]):
         return None
     eq = _index(texts, "=")
     left, init = decl[:eq], decl[eq + 1 : -1]
@@ -369,7 +383,8 @@ def _device_variable_edit(source: str, decl: Sequence[Token]) -> tuple[_Edit, st
     value = join_tokens(init) if init else ""
     target = f"{volatile}{kind}{dims}"
     ref = f"(&{name.text}){dims}" if dims else f"& {name.text}"
-    text = f"{quals} {volatile}{kind} {ref} = ::cudaperf::device_variable<{target}>({value});"
+    storage = "device_variable" if on_device else "host_variable"
+    text = f"{quals} {volatile}{kind} {ref} = ::cudaperf::{storage}<{target}>({value});"
     first, last = decl[0].start, decl[-1].end
     return (first, last, text + "\n" * source.count("\n", first, last)), name.text
 

@@ -380,6 +380,39 @@ def test_device_variables_become_references_to_device_storage_and_keep_their_lin
     assert "double (&z)[2][3] = ::cudaperf::device_variable<double[2][3]>();" in out
 
 
+def test_file_scope_host_arrays_get_storage_in_the_host_arena() -> None:
+    source = (
+        "static float table[4] = {1.0f,\n 2.0f};\nunsigned char lut[256];\n"
+        'extern "C" { int counts[3]; }\nnamespace ns { double grid[2][3]; }\n'
+        'extern "C" void f(int n) { float local[4]; for (int i = 0; i < n; ++i) local[i % 4] = 0; }\n'
+    )
+    result = prepass(source)
+    out = result.source.split("\n", 1)[1]
+    assert out.count("\n") == source.count("\n")
+    assert "static float (&table)[4] = ::cudaperf::host_variable<float[4]>({1.0f, 2.0f});\n\n" in out
+    assert "unsigned char (&lut)[256] = ::cudaperf::host_variable<unsigned char[256]>();" in out
+    assert "int (&counts)[3] = ::cudaperf::host_variable<int[3]>();" in out
+    assert "double (&grid)[2][3] = ::cudaperf::host_variable<double[2][3]>();" in out
+    assert "float local[4];" in out  # a function's body is not file scope
+    assert result.device_variables == ("table", "lut", "counts", "grid")  # their initialisers run at load
+
+
+@pytest.mark.parametrize("declaration", [
+    "const float c[2] = {1, 2};",  # a constant
+    "constexpr int k[2] = {1, 2};",
+    "int scalar = 3;",  # not an array
+    "thread_local int t[4];",  # per thread
+    "int a[2], b[3];",  # several declarators
+    "alignas(64) float v[16];",  # attributes
+    "int u[] = {1, 2};",  # an unsized array
+    "extern int e[4];",
+    "struct S { int m[4]; };",
+    "using A = int[4];",
+])  # fmt: skip
+def test_host_declarations_it_cannot_rewrite_faithfully_are_left_alone(declaration: str) -> None:
+    assert "host_variable" not in prepass(declaration).source
+
+
 @pytest.mark.parametrize("declaration", [
     "__device__ const int N = 16;",  # a constant: usable in constant expressions, left alone
     "__device__ int a, b;",  # several declarators

@@ -66,7 +66,46 @@ CUDAPERF_COLD CUDAPERF_LINKED bool in_host_arena(const void* p) {
 }
 #endif
 
+// Defined at the end of this file (the runtime object, or inline in a header-only build).
+CUDAPERF_COLD CUDAPERF_LINKED void* host_variable_storage(size_t bytes, size_t align, const void* init);
+
 }  // namespace detail
+
+// File-scope host arrays: the pre-pass turns `T name[N] = init;` (no __device__) into a reference to
+// storage made here, in the host arena where there is one (the runtime object), so a kernel handed
+// its address faults, as it does on a GPU, while host code uses the array as before. Zero-filled
+// or copied from the initialiser by the runtime (a unit initialiser may call only runtime names).
+template <class T>
+T& host_variable() {
+  using U = std::remove_cv_t<T>;
+  void* p = detail::host_variable_storage(sizeof(U), alignof(U), nullptr);
+  if constexpr (std::is_array_v<U>) {
+    using E = std::remove_cv_t<std::remove_all_extents_t<U>>;
+    if constexpr (!std::is_trivially_default_constructible_v<E>)
+      std::uninitialized_value_construct_n(static_cast<E*>(p), sizeof(U) / sizeof(E));
+  } else if constexpr (!std::is_trivially_default_constructible_v<U>) {
+    new (p) U();
+  }
+  return *static_cast<T*>(p);
+}
+
+template <class T>
+T& host_variable(const std::remove_cv_t<T>& init) {
+  using U = std::remove_cv_t<T>;
+  if constexpr (std::is_trivially_copyable_v<U>) {
+    return *static_cast<T*>(detail::host_variable_storage(sizeof(U), alignof(U), &init));
+  } else {
+    void* p = detail::host_variable_storage(sizeof(U), alignof(U), nullptr);
+    if constexpr (std::is_array_v<U>) {
+      using E = std::remove_cv_t<std::remove_all_extents_t<U>>;
+      std::uninitialized_copy_n(reinterpret_cast<const E*>(&init), sizeof(U) / sizeof(E), static_cast<E*>(p));
+    } else {
+      new (p) U(init);
+    }
+    return *static_cast<T*>(p);
+  }
+}
+
 }  // namespace cudaperf
 
 #if defined(CUDAPERF_RUNTIME_OBJECT)
@@ -282,3 +321,26 @@ void __wrap__ZdlPvRKSt9nothrow_t(void* p, const void*) { cudaperf::detail::arena
 void __wrap__ZdaPvRKSt9nothrow_t(void* p, const void*) { cudaperf::detail::arena_free(p); }
 }
 #endif  // CUDAPERF_RUNTIME_OBJECT
+
+#if CUDAPERF_DEFINE_LINKED
+namespace cudaperf {
+namespace detail {
+// Storage of a file-scope host array (host_variable above): from the arena in the runtime object,
+// from the C library in a header-only build (no arena there: kernels reading it are not caught).
+CUDAPERF_COLD CUDAPERF_LINKED void* host_variable_storage(size_t bytes, size_t align, const void* init) {
+  size_t rounded = (bytes + 15) & ~size_t(15);
+#if defined(CUDAPERF_RUNTIME_OBJECT)
+  void* p = arena_alloc_or_real(rounded == 0 ? 16 : rounded, align);
+#else
+  void* p = std::aligned_alloc(align < 16 ? 16 : align, rounded == 0 ? 16 : rounded);
+#endif
+  if (p == nullptr) std::abort();
+  if (init != nullptr)
+    std::memcpy(p, init, bytes);
+  else
+    std::memset(p, 0, bytes);
+  return p;
+}
+}  // namespace detail
+}  // namespace cudaperf
+#endif
