@@ -27,7 +27,7 @@ from pathlib import Path
 from cudaperf_env.backends.cpu.compiler import build_cpu, compile_unit, prebuilt_runtime, runtime_version
 from cudaperf_env.backends.cpu.prepass import prepass
 from cudaperf_env.source.screen import STANDARD_HEADERS
-from cudaperf_env.toolchain.cache import write_atomic
+from cudaperf_env.toolchain.cache import digest, write_atomic
 from cudaperf_env.toolchain.initcode import object_symbols
 from cudaperf_env.toolchain.symbols import UnreadableLibrary, explain, refused, undefined_symbols
 
@@ -48,10 +48,14 @@ TOUR = (
     "  cudaMemcpy(d, y, 256, cudaMemcpyHostToDevice);\n  cudaperf_tour_k<<<1, 64>>>(d);\n"
     "  cudaMemset(d, 0, 256);\n  cudaFree(d);\n}\n"
 )
-# What a baseline's unit includes besides the runtime (which pre-includes few standard headers):
-# <iostream>, whose static ios_base::Init makes every unit that includes it import __cxa_atexit.
+# A function-local static with a destructor (honest code has them; so has <iostream>'s static streams
+# object, and the runtime pre-includes neither): its destructor is registered with __cxa_atexit.
+LOCAL_STATIC = (
+    "const char* cudaperf_named() {\n"
+    '  static struct Named { const char* s = "named"; ~Named() { s = nullptr; } } named;\n'
+    "  return named.s;\n}\n"
+)
 # The full unit baseline includes every standard header the screen allows.
-BASELINE_INCLUDES = "#include <cstdio>\n#include <iostream>\n"
 ALL_STANDARD_INCLUDES = "".join(f"#include <{name}>\n" for name in sorted(STANDARD_HEADERS))
 _STARTING = threading.Lock()  # one baseline build per runtime version and mode, whoever asks first
 _MEASURING = threading.Lock()  # one measure of the unit baseline at a time (a GRPO group's builds wait for it)
@@ -121,7 +125,7 @@ def _measure(future: Future[frozenset[str]], measure: Callable[[bool], frozenset
 
 def runtime_imports(linked: bool) -> frozenset[str]:
     """What a trivial submission's build imports in mode ``linked`` (its build is cached on disk)."""
-    result = build_cpu(BASELINE_INCLUDES + prepass(TRIVIAL).source, linked=linked)
+    result = build_cpu("#include <cstdio>\n" + prepass(LOCAL_STATIC + TRIVIAL).source, linked=linked)
     if not result.ok or result.library is None:
         return frozenset()  # then every runtime import is refused: a clear failure, not a silent pass
     return undefined_symbols(result.library)
@@ -154,21 +158,22 @@ def unit_baseline(version: str, linked: bool, full: bool = False) -> frozenset[s
     measured: then every runtime import is refused, a clear failure); measured once per prebuilt runtime
     folder (compiler, headers, flags) and kept there.
 
-    The undefined names of a unit with :data:`BASELINE_INCLUDES`, ``__device__`` variables, :data:`TOUR`
-    and :data:`TRIVIAL` (the templates they instantiate; the same names as three units of them apart,
-    measured), and every name the runtime object defines (0.25 s with the precompiled header); ``full`` adds a unit that
-    includes every standard header the screen allows and emits every inline function the headers
-    define (``-fkeep-inline-functions``: the standard library's too; ~10 s).
+    The undefined names of one unit with ``__device__`` variables, :data:`TOUR`, :data:`LOCAL_STATIC`
+    and :data:`TRIVIAL` (the templates they instantiate; the same names as units of them apart,
+    measured), and every name the runtime object defines (0.1 CPU-s with the precompiled header);
+    ``full`` adds a unit that includes every standard header the screen allows and emits every
+    inline function the headers define (``-fkeep-inline-functions``: the standard library's too; ~10 s).
     """
     del version  # the cache key (the folder's name holds it too)
+    units = [("#include <cstdio>\n", DEVICE_VARIABLES + TOUR + LOCAL_STATIC + TRIVIAL, False)]  # one compile
+    if full and linked:  # header-only units hold every inline function already
+        units.append((ALL_STANDARD_INCLUDES, TRIVIAL, True))
     runtime = prebuilt_runtime()
-    kept = runtime.folder / f"unit-imports-{'linked' if linked else 'header'}{'-full' if full else ''}.json"
+    measured = digest(*(f"{includes}{source}{keep_inline}" for includes, source, keep_inline in units))[:8]
+    kept = runtime.folder / f"unit-imports-{'linked' if linked else 'header'}{'-full' if full else ''}-{measured}.json"
     with contextlib.suppress(OSError, ValueError):
         return frozenset(json.loads(kept.read_text()))
     names: set[str] = set()
-    units = [(BASELINE_INCLUDES, DEVICE_VARIABLES + TOUR + TRIVIAL, False)]  # one compile: the three's union
-    if full and linked:  # header-only units hold every inline function already
-        units.append((ALL_STANDARD_INCLUDES, TRIVIAL, True))
     for includes, source, keep_inline in units:
         data = compile_unit(includes + prepass(source, entry="cudaperf_call").source, linked, keep_inline=keep_inline)
         if data is None:
