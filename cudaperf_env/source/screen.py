@@ -20,14 +20,19 @@ from cudaperf_env.source.phases import translate
 from cudaperf_env.source.tokens import Token, directive_name, directive_tokens, join_tokens
 from cudaperf_env.source.unit import Unit, parse
 
-ALLOWED_HEADERS = frozenset(
+# The C and C++ standard headers a submission may include: math, integers, limits, assert, strings,
+# stdio, algorithms, utilities.
+STANDARD_HEADERS = frozenset(
     {
-        # C and C++ standard: math, integers, limits, assert, strings, stdio, algorithms, utilities.
         "assert.h", "float.h", "inttypes.h", "limits.h", "math.h", "stdbool.h", "stddef.h",
         "stdint.h", "stdio.h", "stdlib.h", "string.h", "algorithm", "array", "cassert", "cfloat",
         "cinttypes", "climits", "cmath", "cstddef", "cstdint", "cstdio", "cstdlib", "cstring",
         "functional", "initializer_list", "iostream", "limits", "numeric", "string", "tuple",
         "type_traits", "utility", "vector",
+    }
+)
+ALLOWED_HEADERS = STANDARD_HEADERS | frozenset(
+    {
         # CUDA runtime and device headers.
         "cuda.h", "cuda_runtime.h", "cuda_runtime_api.h", "cuda_fp16.h", "cuda_bf16.h",
         "cuda_fp8.h", "cooperative_groups.h", "cooperative_groups/reduce.h",

@@ -72,10 +72,12 @@ def test_load_time_code_is_rejected_through_the_pipeline():
     assert not e.compiled and not e.configs and "EARLY-MARKER" not in e.stdout
 
 
-def test_honest_load_time_initialisers_build(backend):
+@pytest.mark.parametrize("streams", ["#include <iostream>\n", ""])
+def test_honest_load_time_initialisers_build(backend, streams):
     """What honest code makes the runtime initialise at load time: ``__device__``/``__constant__`` variables,
-    constants, the standard streams."""
-    code = ("#include <iostream>\n#include <cmath>\n__constant__ float coeff[4] = {1.0f, 2.0f, 3.0f, 4.0f};\n"
+    constants, the standard streams (without them, nothing but the variables: the initialiser must stay in
+    its own section, not among the unit's cold code)."""
+    code = (streams + "#include <cmath>\n__constant__ float coeff[4] = {1.0f, 2.0f, 3.0f, 4.0f};\n"
             "__device__ int counter;\nstatic __device__ double table[2] = {0.5, 0.25};\n"
             "const float kScale = sqrtf(2.0f);\nconstexpr int kBlock = 256;\n"
             "__global__ void k(int n, float a, const float* x, float* y) {\n"

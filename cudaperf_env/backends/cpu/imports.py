@@ -26,7 +26,8 @@ from pathlib import Path
 
 from cudaperf_env.backends.cpu.compiler import build_cpu, compile_unit, prebuilt_runtime, runtime_version
 from cudaperf_env.backends.cpu.prepass import prepass
-from cudaperf_env.toolchain.cache import write_atomic
+from cudaperf_env.source.screen import STANDARD_HEADERS
+from cudaperf_env.toolchain.cache import digest, write_atomic
 from cudaperf_env.toolchain.initcode import object_symbols
 from cudaperf_env.toolchain.symbols import UnreadableLibrary, explain, refused, undefined_symbols
 
@@ -47,6 +48,15 @@ TOUR = (
     "  cudaMemcpy(d, y, 256, cudaMemcpyHostToDevice);\n  cudaperf_tour_k<<<1, 64>>>(d);\n"
     "  cudaMemset(d, 0, 256);\n  cudaFree(d);\n}\n"
 )
+# A function-local static with a destructor (honest code has them; so has <iostream>'s static streams
+# object, and the runtime pre-includes neither): its destructor is registered with __cxa_atexit.
+LOCAL_STATIC = (
+    "const char* cudaperf_named() {\n"
+    '  static struct Named { const char* s = "named"; ~Named() { s = nullptr; } } named;\n'
+    "  return named.s;\n}\n"
+)
+# The full unit baseline includes every standard header the screen allows.
+ALL_STANDARD_INCLUDES = "".join(f"#include <{name}>\n" for name in sorted(STANDARD_HEADERS))
 _STARTING = threading.Lock()  # one baseline build per runtime version and mode, whoever asks first
 _MEASURING = threading.Lock()  # one measure of the unit baseline at a time (a GRPO group's builds wait for it)
 
@@ -58,9 +68,9 @@ def checker(linked: bool) -> Callable[[Path], str]:
 
 
 def settle(linked: bool) -> None:
-    """Wait until the baseline of mode ``linked`` is measured (its compiler never outlives the evaluation
-    that started it, e.g. one whose own build failed first); never raises."""
-    wait([baseline(linked)])
+    """Wait until the baselines of mode ``linked`` are measured (their compilers never outlive the evaluation
+    that started them, e.g. one whose own build failed first); never raises."""
+    wait([baseline(linked), _unit_measure(linked)])
 
 
 def check(library: Path, allowed: frozenset[str]) -> str:
@@ -76,38 +86,55 @@ def check(library: Path, allowed: frozenset[str]) -> str:
 def baseline(linked: bool) -> Future[frozenset[str]]:
     """What a trivial submission's build imports in mode ``linked`` (the prebuilt runtime linked, or
     header-only), for the current runtime version: built once per process, in a thread of its own."""
+    return _in_background("imports", linked, runtime_imports)
+
+
+def _unit_measure(linked: bool) -> Future[frozenset[str]]:
+    """:func:`unit_baseline` of mode ``linked``, measured once per process in a thread of its own (beside the
+    submission's compile, which then finds it measured)."""
+    return _in_background("unit-imports", linked, _measured_unit_baseline)
+
+
+def _measured_unit_baseline(linked: bool) -> frozenset[str]:
+    with _MEASURING:
+        return unit_baseline(runtime_version(), linked)
+
+
+def _in_background(name: str, linked: bool, measure: Callable[[bool], frozenset[str]]) -> Future[frozenset[str]]:
     with _STARTING:
-        future = _baseline(runtime_version(), linked)
+        future = _baseline(name, runtime_version(), linked)
         if future.running() or future.done():
             return future
         future.set_running_or_notify_cancel()
-    threading.Thread(target=_measure, args=(future, linked), daemon=True, name="cudaperf-imports").start()
+    threading.Thread(target=_measure, args=(future, measure, linked), daemon=True, name=f"cudaperf-{name}").start()
     return future
 
 
-@lru_cache(maxsize=4)
-def _baseline(version: str, linked: bool) -> Future[frozenset[str]]:
-    del version, linked  # the cache key
+@lru_cache(maxsize=8)
+def _baseline(name: str, version: str, linked: bool) -> Future[frozenset[str]]:
+    del name, version, linked  # the cache key
     return Future()
 
 
-def _measure(future: Future[frozenset[str]], linked: bool) -> None:
+def _measure(future: Future[frozenset[str]], measure: Callable[[bool], frozenset[str]], linked: bool) -> None:
     try:
-        future.set_result(runtime_imports(linked))
+        future.set_result(measure(linked))
     except BaseException as exc:  # the waiting check re-raises it
         future.set_exception(exc)
 
 
 def runtime_imports(linked: bool) -> frozenset[str]:
     """What a trivial submission's build imports in mode ``linked`` (its build is cached on disk)."""
-    result = build_cpu("#include <cstdio>\n" + prepass(TRIVIAL).source, linked=linked)
+    result = build_cpu("#include <cstdio>\n" + prepass(LOCAL_STATIC + TRIVIAL).source, linked=linked)
     if not result.ok or result.library is None:
         return frozenset()  # then every runtime import is refused: a clear failure, not a silent pass
     return undefined_symbols(result.library)
 
 
 def unit_checker(linked: bool) -> Callable[[Path], str]:
-    """The check of a submission's compiled unit (its object, before linking) in mode ``linked``."""
+    """The check of a submission's compiled unit (its object, before linking) in mode ``linked``; starts
+    measuring its baseline now (read from the prebuilt runtime's folder once measured there)."""
+    _unit_measure(linked)
     return lambda obj: check_unit(obj, linked)
 
 
@@ -131,23 +158,24 @@ def unit_baseline(version: str, linked: bool, full: bool = False) -> frozenset[s
     measured: then every runtime import is refused, a clear failure); measured once per prebuilt runtime
     folder (compiler, headers, flags) and kept there.
 
-    The undefined names of the units of an empty submission, of one with ``__device__`` variables and
-    of :data:`TOUR` (the templates they instantiate), and every name the runtime object defines (0.5 s
-    with the precompiled header); ``full`` adds a unit emitting every inline function the headers
-    define (``-fkeep-inline-functions``: the standard library's too; ~10 s).
+    The undefined names of one unit with ``__device__`` variables, :data:`TOUR`, :data:`LOCAL_STATIC`
+    and :data:`TRIVIAL` (the templates they instantiate; the same names as units of them apart,
+    measured), and every name the runtime object defines (0.1 CPU-s with the precompiled header);
+    ``full`` adds a unit that includes every standard header the screen allows and emits every
+    inline function the headers define (``-fkeep-inline-functions``: the standard library's too; ~10 s).
     """
     del version  # the cache key (the folder's name holds it too)
+    units = [("#include <cstdio>\n", DEVICE_VARIABLES + TOUR + LOCAL_STATIC + TRIVIAL, False)]  # one compile
+    if full and linked:  # header-only units hold every inline function already
+        units.append((ALL_STANDARD_INCLUDES, TRIVIAL, True))
     runtime = prebuilt_runtime()
-    kept = runtime.folder / f"unit-imports-{'linked' if linked else 'header'}{'-full' if full else ''}.json"
+    measured = digest(*(f"{includes}{source}{keep_inline}" for includes, source, keep_inline in units))[:8]
+    kept = runtime.folder / f"unit-imports-{'linked' if linked else 'header'}{'-full' if full else ''}-{measured}.json"
     with contextlib.suppress(OSError, ValueError):
         return frozenset(json.loads(kept.read_text()))
     names: set[str] = set()
-    units = [(TRIVIAL, False), (DEVICE_VARIABLES + TRIVIAL, False), (TOUR + TRIVIAL, False)]
-    if full and linked:  # header-only units hold every inline function already
-        units.append((TRIVIAL, True))
-    for source, keep_inline in units:
-        data = compile_unit("#include <cstdio>\n" + prepass(source, entry="cudaperf_call").source, linked,
-                            keep_inline=keep_inline)  # fmt: skip
+    for includes, source, keep_inline in units:
+        data = compile_unit(includes + prepass(source, entry="cudaperf_call").source, linked, keep_inline=keep_inline)
         if data is None:
             return frozenset()
         names |= object_symbols(data)[0]

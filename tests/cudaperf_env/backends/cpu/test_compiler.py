@@ -43,6 +43,39 @@ extern "C" void saxpy(int n, float a, const float* x, float* y) {
 """
 
 
+# The C++17 standard library: code using the runtime (a submission: those the screen allows; the runtime's
+# own C++ tests: any) may include any of it after the runtime, which pre-includes few of these.
+STANDARD_HEADERS = (
+    "algorithm", "any", "array", "atomic", "bitset", "cassert", "cctype", "cerrno", "cfenv", "cfloat", "charconv",
+    "chrono", "cinttypes", "climits", "clocale", "cmath", "codecvt", "complex", "condition_variable", "csetjmp",
+    "csignal", "cstdarg", "cstddef", "cstdint", "cstdio", "cstdlib", "cstring", "ctime", "cwchar", "cwctype",
+    "deque", "exception", "execution", "filesystem", "forward_list", "fstream", "functional", "future",
+    "initializer_list", "iomanip", "ios", "iosfwd", "iostream", "istream", "iterator", "limits", "list", "locale",
+    "map", "memory", "memory_resource", "mutex", "new", "numeric", "optional", "ostream", "queue", "random", "ratio",
+    "regex", "scoped_allocator", "set", "shared_mutex", "sstream", "stack", "stdexcept", "streambuf", "string",
+    "string_view", "system_error", "thread", "tuple", "type_traits", "typeindex", "typeinfo", "unordered_map",
+    "unordered_set", "utility", "valarray", "variant", "vector", "assert.h", "math.h", "stdio.h", "stdlib.h",
+    "string.h", "stdint.h", "inttypes.h", "float.h", "limits.h", "stddef.h", "stdbool.h",
+)  # fmt: skip
+# Host code of a submission using standard headers the runtime does not pre-include.
+STANDARD_LIBRARY_SAXPY = """
+#include <functional>
+#include <iostream>
+#include <vector>
+#include <numeric>
+__global__ void k(int n, float a, const float* x, float* y) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + y[i];
+}
+extern "C" void saxpy(int n, float a, const float* x, float* y) {
+  std::vector<int> blocks(1, (n + 255) / 256);
+  std::function<int(int)> threads = [](int warps) { return 32 * warps; };
+  k<<<std::accumulate(blocks.begin(), blocks.end(), 0), threads(8)>>>(n, a, x, y);
+  if (n < 0) std::cout << "no work" << std::endl;
+}
+"""
+
+
 @pytest.fixture
 def cold_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """A fresh cache directory; the detached prebuild is recorded instead of started."""
@@ -235,3 +268,26 @@ def test_a_failed_prebuild_is_not_retried_and_builds_stay_header_only(cold_cache
     (runtime.folder / "prebuild.log").write_text("g++: internal compiler error\n")
     library = build(SAXPY.implementation("naive").source)
     assert cold_cache == [] and not runtime.linkable() and saxpy_is_correct(library, tmp_path)
+
+
+def test_the_runtime_may_be_followed_by_any_standard_header(prebuilt: compiler.PrebuiltRuntime,
+                                                           tmp_path: Path) -> None:  # fmt: skip
+    """Those the runtime does not pre-include are read after its macros."""
+    unit = tmp_path / "unit.cpp"
+    unit.write_text("".join(f"#include <{h}>\n" for h in STANDARD_HEADERS) + "int main() { return 0; }\n")
+    for header in (str(prebuilt.header), compiler.RUNTIME_HEADER):  # precompiled, and header-only
+        flags = [*compiler.BASE_FLAGS, *compiler.include_flags(), "-include", header, "-fsyntax-only"]
+        done = subprocess.run(["g++", *flags, str(unit)], capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout + done.stderr
+    assert saxpy_is_correct(build(STANDARD_LIBRARY_SAXPY), tmp_path)
+
+
+def test_the_runtime_header_reads_few_standard_headers(tmp_path: Path) -> None:
+    """Every header the runtime reads is parse time of its precompiled header and of every build without it."""
+    flags = [*compiler.BASE_FLAGS, *compiler.include_flags(), "-M", "-x", "c++"]
+    done = subprocess.run(["g++", *flags, "-"], input=f"#include <{compiler.RUNTIME_HEADER}>\n", capture_output=True,
+                          text=True, check=True)  # fmt: skip
+    read = set(re.findall(r"/c\+\+/[^/\s]+/(\w+)(?=\s)", done.stdout))
+    heavy = {"memory", "vector", "string", "iostream", "functional", "map", "thread", "mutex", "condition_variable",
+             "algorithm", "chrono", "atomic", "tuple", "array", "numeric"}  # fmt: skip
+    assert "cmath" in read and not read & heavy, sorted(read & heavy)

@@ -76,7 +76,7 @@ CUDAPERF_COLD CUDAPERF_LINKED void door_open();
 CUDAPERF_COLD CUDAPERF_LINKED void note_host_copy(void* dst, const void* src, size_t bytes, bool from_host,
                                                   bool to_host);
 CUDAPERF_COLD CUDAPERF_LINKED void door_close();
-CUDAPERF_COLD CUDAPERF_LINKED void* device_variable_storage(size_t bytes);
+__attribute__((noinline)) CUDAPERF_LINKED void* device_variable_storage(size_t bytes);
 #else
 CUDAPERF_COLD CUDAPERF_LINKED void protect_device_regions(bool closed) {
   for (unsigned i = 0; i < g_device_region_count; ++i) {
@@ -252,8 +252,11 @@ CUDAPERF_COLD CUDAPERF_LINKED void door_close() {
 }
 
 // Out of line (the runtime object), so that a submission's unit imports no mmap of its own
-// (backends/cpu/imports.py checks the unit's imports).
-CUDAPERF_COLD CUDAPERF_LINKED void* device_variable_storage(size_t bytes) {
+// (backends/cpu/imports.py checks the unit's imports). Not cold: a unit's initialiser that calls
+// it (its __device__ variables) would be cold too, and g++ would put the whole initialiser among
+// the unit's cold code (.text.unlikely) instead of .text.startup, where the load-time code check
+// (toolchain/initcode.py) reads it apart from the submission's code.
+__attribute__((noinline)) CUDAPERF_LINKED void* device_variable_storage(size_t bytes) {
   size_t mapped = (bytes + 4095) & ~size_t(4095);
   if (mapped == 0) mapped = 4096;
   void* p = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -301,7 +304,7 @@ T& device_variable() {  // zero-filled, as a global is, then value-initialised
   if constexpr (std::is_array_v<U>) {
     using E = std::remove_cv_t<std::remove_all_extents_t<U>>;
     if constexpr (!std::is_trivially_default_constructible_v<E>)
-      std::uninitialized_value_construct_n(static_cast<E*>(p), sizeof(U) / sizeof(E));
+      for (size_t i = 0; i < sizeof(U) / sizeof(E); ++i) new (static_cast<E*>(p) + i) E();
   } else if constexpr (!std::is_trivially_default_constructible_v<U>) {
     new (p) U();
   }
@@ -314,7 +317,8 @@ T& device_variable(const std::remove_cv_t<T>& init) {
   void* p = detail::device_variable_storage(sizeof(U));
   if constexpr (std::is_array_v<U>) {
     using E = std::remove_cv_t<std::remove_all_extents_t<U>>;
-    std::uninitialized_copy_n(reinterpret_cast<const E*>(&init), sizeof(U) / sizeof(E), static_cast<E*>(p));
+    for (size_t i = 0; i < sizeof(U) / sizeof(E); ++i)
+      new (static_cast<E*>(p) + i) E(reinterpret_cast<const E*>(&init)[i]);
   } else {
     new (p) U(init);
   }
