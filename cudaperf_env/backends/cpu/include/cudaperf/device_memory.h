@@ -297,10 +297,13 @@ class DeviceDoor {
 // or writes one directly (which on a GPU touches a host-side shadow, not the variable) faults as
 // any host access to device memory does; cudaMemcpyToSymbol and kernels reach it through doors.
 
+namespace detail {
+
+// A file-scope variable the pre-pass moved into runtime storage `p` (zero-filled, as a global is):
+// value-initialised, or copied from its initialiser (device_variable here, host_variable in host_arena.h).
 template <class T>
-T& device_variable() {  // zero-filled, as a global is, then value-initialised
+T& value_initialised(void* p) {
   using U = std::remove_cv_t<T>;
-  void* p = detail::device_variable_storage(sizeof(U));
   if constexpr (std::is_array_v<U>) {
     using E = std::remove_cv_t<std::remove_all_extents_t<U>>;
     if constexpr (!std::is_trivially_default_constructible_v<E>)
@@ -312,9 +315,8 @@ T& device_variable() {  // zero-filled, as a global is, then value-initialised
 }
 
 template <class T>
-T& device_variable(const std::remove_cv_t<T>& init) {
+T& copy_initialised(void* p, const std::remove_cv_t<T>& init) {
   using U = std::remove_cv_t<T>;
-  void* p = detail::device_variable_storage(sizeof(U));
   if constexpr (std::is_array_v<U>) {
     using E = std::remove_cv_t<std::remove_all_extents_t<U>>;
     for (size_t i = 0; i < sizeof(U) / sizeof(E); ++i)
@@ -323,6 +325,18 @@ T& device_variable(const std::remove_cv_t<T>& init) {
     new (p) U(init);
   }
   return *static_cast<T*>(p);
+}
+
+}  // namespace detail
+
+template <class T>
+T& device_variable() {
+  return detail::value_initialised<T>(detail::device_variable_storage(sizeof(std::remove_cv_t<T>)));
+}
+
+template <class T>
+T& device_variable(const std::remove_cv_t<T>& init) {
+  return detail::copy_initialised<T>(detail::device_variable_storage(sizeof(std::remove_cv_t<T>)), init);
 }
 
 // What the pre-pass puts at the top of the entry function: the entry's pointer arguments are

@@ -38,6 +38,7 @@ CUDAPERF_LINKED void* runtime_realloc(void* p, size_t bytes);
 CUDAPERF_LINKED void runtime_free(void* p);
 CUDAPERF_LINKED void arena_close(bool closed);
 CUDAPERF_COLD CUDAPERF_LINKED bool in_host_arena(const void* p);
+__attribute__((noinline)) CUDAPERF_LINKED void* host_variable_storage(size_t bytes, size_t align, const void* init);
 #else
 // The runtime's own allocations: in the runtime object these calls are renamed to the real
 // allocator, whatever the submission's are routed to.
@@ -64,10 +65,29 @@ CUDAPERF_COLD CUDAPERF_LINKED bool in_host_arena(const void* p) {
     if (c >= g_arena_regions[i].lo && c < g_arena_regions[i].lo + g_arena_regions[i].bytes) return true;
   return false;
 }
+
+#if defined(CUDAPERF_RUNTIME_OBJECT)
+inline void* arena_alloc_or_real(size_t bytes, size_t align);  // the routed allocator, below
 #endif
 
-// Defined at the end of this file (the runtime object, or inline in a header-only build).
-CUDAPERF_COLD CUDAPERF_LINKED void* host_variable_storage(size_t bytes, size_t align, const void* init);
+// Storage of a file-scope host array (host_variable below): from the arena in the runtime object,
+// from the C library in a header-only build (no arena there: kernels reading it are not caught).
+// Not cold, as device_variable_storage (device_memory.h says why).
+__attribute__((noinline)) CUDAPERF_LINKED void* host_variable_storage(size_t bytes, size_t align, const void* init) {
+  size_t rounded = (bytes + 15) & ~size_t(15);
+#if defined(CUDAPERF_RUNTIME_OBJECT)
+  void* p = arena_alloc_or_real(rounded == 0 ? 16 : rounded, align);
+#else
+  void* p = std::aligned_alloc(align < 16 ? 16 : align, rounded == 0 ? 16 : rounded);
+#endif
+  if (p == nullptr) std::abort();
+  if (init != nullptr)
+    std::memcpy(p, init, bytes);
+  else
+    std::memset(p, 0, bytes);
+  return p;
+}
+#endif
 
 }  // namespace detail
 
@@ -78,32 +98,16 @@ CUDAPERF_COLD CUDAPERF_LINKED void* host_variable_storage(size_t bytes, size_t a
 template <class T>
 T& host_variable() {
   using U = std::remove_cv_t<T>;
-  void* p = detail::host_variable_storage(sizeof(U), alignof(U), nullptr);
-  if constexpr (std::is_array_v<U>) {
-    using E = std::remove_cv_t<std::remove_all_extents_t<U>>;
-    if constexpr (!std::is_trivially_default_constructible_v<E>)
-      std::uninitialized_value_construct_n(static_cast<E*>(p), sizeof(U) / sizeof(E));
-  } else if constexpr (!std::is_trivially_default_constructible_v<U>) {
-    new (p) U();
-  }
-  return *static_cast<T*>(p);
+  return detail::value_initialised<T>(detail::host_variable_storage(sizeof(U), alignof(U), nullptr));
 }
 
 template <class T>
 T& host_variable(const std::remove_cv_t<T>& init) {
   using U = std::remove_cv_t<T>;
-  if constexpr (std::is_trivially_copyable_v<U>) {
+  if constexpr (std::is_trivially_copyable_v<U>)  // copied by the runtime: no library call in the initialiser
     return *static_cast<T*>(detail::host_variable_storage(sizeof(U), alignof(U), &init));
-  } else {
-    void* p = detail::host_variable_storage(sizeof(U), alignof(U), nullptr);
-    if constexpr (std::is_array_v<U>) {
-      using E = std::remove_cv_t<std::remove_all_extents_t<U>>;
-      std::uninitialized_copy_n(reinterpret_cast<const E*>(&init), sizeof(U) / sizeof(E), static_cast<E*>(p));
-    } else {
-      new (p) U(init);
-    }
-    return *static_cast<T*>(p);
-  }
+  else
+    return detail::copy_initialised<T>(detail::host_variable_storage(sizeof(U), alignof(U), nullptr), init);
 }
 
 }  // namespace cudaperf
@@ -321,26 +325,3 @@ void __wrap__ZdlPvRKSt9nothrow_t(void* p, const void*) { cudaperf::detail::arena
 void __wrap__ZdaPvRKSt9nothrow_t(void* p, const void*) { cudaperf::detail::arena_free(p); }
 }
 #endif  // CUDAPERF_RUNTIME_OBJECT
-
-#if CUDAPERF_DEFINE_LINKED
-namespace cudaperf {
-namespace detail {
-// Storage of a file-scope host array (host_variable above): from the arena in the runtime object,
-// from the C library in a header-only build (no arena there: kernels reading it are not caught).
-CUDAPERF_COLD CUDAPERF_LINKED void* host_variable_storage(size_t bytes, size_t align, const void* init) {
-  size_t rounded = (bytes + 15) & ~size_t(15);
-#if defined(CUDAPERF_RUNTIME_OBJECT)
-  void* p = arena_alloc_or_real(rounded == 0 ? 16 : rounded, align);
-#else
-  void* p = std::aligned_alloc(align < 16 ? 16 : align, rounded == 0 ? 16 : rounded);
-#endif
-  if (p == nullptr) std::abort();
-  if (init != nullptr)
-    std::memcpy(p, init, bytes);
-  else
-    std::memset(p, 0, bytes);
-  return p;
-}
-}  // namespace detail
-}  // namespace cudaperf
-#endif
