@@ -8,6 +8,8 @@ made (a relocatable ELF64 object, every offset bounds-checked: it came from untr
 
 - no ``.init``, ``.fini``, ``.preinit_array``, ``.ctors``, ``.dtors`` or ``.fini_array`` section
   (by name or by type): the compiler makes none for C++ code;
+- no indirect function (``__attribute__((ifunc))``, ``target_clones``): its resolver runs while the
+  dynamic linker relocates the library;
 - every ``.init_array`` entry is a relocation to the compiler's own initialiser of the unit
   (``_GLOBAL__sub_I_<file>``, a name no identifier can spell);
 - that initialiser (with all the code in its section and its cold part) references only what
@@ -60,7 +62,7 @@ MESSAGE = "global constructors run before the harness; initialise inside the ent
 _SHT_SYMTAB, _SHT_RELA, _SHT_INIT_ARRAY, _SHT_FINI_ARRAY, _SHT_PREINIT_ARRAY = 2, 4, 14, 15, 16
 _FORBIDDEN = [name.split(".")[:2] for name in FORBIDDEN_SECTIONS]  # ".ctors" and ".ctors.65535", not ".init_array"
 _STB_LOCAL, _STT_FILE = 0, 4
-_STT_FUNC, _STT_SECTION, _SHF_WRITE, _SHF_EXECINSTR = 2, 3, 0x1, 0x4
+_STT_FUNC, _STT_SECTION, _STT_GNU_IFUNC, _SHF_WRITE, _SHF_EXECINSTR = 2, 3, 10, 0x1, 0x4
 _PC_RELATIVE = (2, 4, 9, 41, 42)  # PC32, PLT32, GOTPCREL, GOTPCRELX, REX_GOTPCRELX: addend = target - field end
 _DATA_PREFIXES = (".bss.", ".data.rel.ro.local.", ".data.rel.ro.", ".data.rel.local.", ".data.rel.", ".data.",
                   ".tbss.", ".tdata.")  # fmt: skip
@@ -140,6 +142,8 @@ def _findings(data: bytes, sections: list[_Section], symbols: list[_Symbol], var
               nvcc: bool = False) -> list[str]:  # fmt: skip
     found = [f"a `{s.name}` section" for s in sections
              if s.kind in (_SHT_FINI_ARRAY, _SHT_PREINIT_ARRAY) or s.name.split(".")[:2] in _FORBIDDEN]  # fmt: skip
+    # an indirect function's resolver runs while the dynamic linker relocates the library, before any constructor
+    found.extend(f"the indirect function `{s.name}`" for s in symbols if s.kind == _STT_GNU_IFUNC)
     initialisers: list[_Symbol] = []
     for index, section in enumerate(sections):
         if section.kind != _SHT_INIT_ARRAY and not section.name.startswith(".init_array"):

@@ -67,6 +67,10 @@ ATTACKS = {
     "atexit defined, calls through the GOT": (
         '#pragma GCC optimize ("no-plt")\n#include <cstdio>\n'
         'extern "C" int atexit(void (*f)(void)) noexcept { puts("early"); return 0; }\n', "`atexit`"),
+    "indirect function": (
+        '#include <cstdio>\nextern "C" void impl() {}\n'
+        'extern "C" void* pick() { puts("early"); return (void*)impl; }\n'
+        'extern "C" void chosen() __attribute__((ifunc("pick")));\n', "the indirect function `chosen`"),
     "code in the initialisers' section": (
         '#include <cstdio>\n__attribute__((section(".text.startup"), noinline)) void early() { puts("early"); }\n'
         'extern "C" void call_early() { early(); }\n', "`early()`"),
