@@ -8,6 +8,8 @@ made (a relocatable ELF64 object, every offset bounds-checked: it came from untr
 
 - no ``.init``, ``.fini``, ``.preinit_array``, ``.ctors``, ``.dtors`` or ``.fini_array`` section
   (by name or by type): the compiler makes none for C++ code;
+- no indirect function (``__attribute__((ifunc))``, ``target_clones``): its resolver runs while the
+  dynamic linker relocates the library;
 - every ``.init_array`` entry is a relocation to the compiler's own initialiser of the unit
   (``_GLOBAL__sub_I_<file>``, a name no identifier can spell);
 - that initialiser (with all the code in its section and its cold part) references only what
@@ -19,6 +21,14 @@ made (a relocatable ELF64 object, every offset bounds-checked: it came from untr
 
 The rules were measured on the units an empty submission and one with ``__device__`` variables
 make (``tests/cudaperf_env/toolchain/test_initcode.py``).
+
+nvcc's host object (``nvcc=True``, the GPU backend) has one more initialiser, nvcc's own
+``__sti____cudaRegisterAll`` (and the registration callback it may call), which registers the
+fatbinary, kernels and ``__device__`` variables with the CUDA runtime. It is admitted when it calls
+only the registration functions (:data:`NVCC_CALLS`), imported, not defined by the unit (a
+submission's own ``atexit`` or ``__cudaRegisterFunction`` would run at load time), and otherwise
+only takes addresses (the kernels' host functions, the unit's variables, nvcc's unregistering
+function): an instruction that calls or jumps to code of the unit is load-time code.
 """
 
 from __future__ import annotations
@@ -40,12 +50,20 @@ FORBIDDEN_SECTIONS = (".init", ".fini", ".preinit_array", ".ctors", ".dtors", ".
 RUNTIME_NAMES = frozenset({"_ZStL8__ioinit", "_ZNSt8ios_base4InitC1Ev", "_ZNSt8ios_base4InitD1Ev", "__dso_handle",
                            "__cxa_atexit", "_GLOBAL_OFFSET_TABLE_"})  # fmt: skip
 RUNTIME_PREFIXES = ("_ZN8cudaperf", "_ZGVN8cudaperf", "_ZZN8cudaperf", "_ZNK8cudaperf")
+# nvcc's initialiser of a unit (static, in the global namespace: a second definition does not compile) and
+# its registration callback; what they call (all imported from the statically linked CUDA runtime or libc).
+NVCC_INITIALISERS = ("_ZL24__sti____cudaRegisterAllv", "_ZL31__nv_cudaEntityRegisterCallbackPPv")
+NVCC_UNREGISTER = "_ZL26__cudaUnregisterBinaryUtilv"  # its address goes to atexit: runs at exit, after the harness
+NVCC_CALLS = frozenset({"__cudaRegisterFatBinary", "__cudaRegisterFatBinaryEnd", "__cudaRegisterFunction",
+                        "__cudaRegisterVar", "__cudaRegisterManagedVar", "__cudaRegisterTexture",
+                        "__cudaRegisterSurface", "__cudaRegisterLinkedBinary", "__cudaInitModule",
+                        "atexit"})  # fmt: skip
 MESSAGE = "global constructors run before the harness; initialise inside the entry function"
 _SHT_SYMTAB, _SHT_RELA, _SHT_INIT_ARRAY, _SHT_FINI_ARRAY, _SHT_PREINIT_ARRAY = 2, 4, 14, 15, 16
 _FORBIDDEN = [name.split(".")[:2] for name in FORBIDDEN_SECTIONS]  # ".ctors" and ".ctors.65535", not ".init_array"
 _STB_LOCAL, _STT_FILE = 0, 4
-_STT_FUNC, _STT_SECTION, _SHF_WRITE, _SHF_EXECINSTR = 2, 3, 0x1, 0x4
-_PC_RELATIVE = (2, 4)  # R_X86_64_PC32, R_X86_64_PLT32: the addend is the target less the 4-byte field's end
+_STT_FUNC, _STT_SECTION, _STT_GNU_IFUNC, _SHF_WRITE, _SHF_EXECINSTR = 2, 3, 10, 0x1, 0x4
+_PC_RELATIVE = (2, 4, 9, 41, 42)  # PC32, PLT32, GOTPCREL, GOTPCRELX, REX_GOTPCRELX: addend = target - field end
 _DATA_PREFIXES = (".bss.", ".data.rel.ro.local.", ".data.rel.ro.", ".data.rel.local.", ".data.rel.", ".data.",
                   ".tbss.", ".tdata.")  # fmt: skip
 
@@ -72,10 +90,11 @@ class _Symbol:
     bind: int = 1
 
 
-def check(obj: Path, device_variables: Iterable[str] = ()) -> str:
-    """Why the compiled unit ``obj`` may not be loaded ("" when it runs no submitted code at load time)."""
+def check(obj: Path, device_variables: Iterable[str] = (), nvcc: bool = False) -> str:
+    """Why the compiled unit ``obj`` may not be loaded ("" when it runs no submitted code at load time);
+    ``nvcc``: a host object nvcc made (its registration initialiser admitted)."""
     try:
-        found = load_time_code(obj.read_bytes(), device_variables)
+        found = load_time_code(obj.read_bytes(), device_variables, nvcc)
     except OSError as exc:
         return f"the compiled unit cannot be checked ({exc.strerror or exc})"
     except UnreadableLibrary as exc:
@@ -103,22 +122,28 @@ def object_symbols(data: bytes) -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(s.name for s in named if s.section == 0), frozenset(s.name for s in named if s.section != 0)
 
 
-def load_time_code(data: bytes, device_variables: Iterable[str] = ()) -> list[str]:
+def load_time_code(data: bytes, device_variables: Iterable[str] = (), nvcc: bool = False) -> list[str]:
     """What in the relocatable object ``data`` runs submitted code at load time (pure; empty if nothing).
+
+    Args:
+        nvcc: ``data`` is nvcc's host object: its registration initialiser is admitted (module docstring).
 
     Raises:
         UnreadableLibrary: Not a little-endian ELF64 relocatable file, or an offset points outside it.
     """
     try:
         sections, symbols = _read(data)
-        return _findings(data, sections, symbols, frozenset(device_variables))
+        return _findings(data, sections, symbols, frozenset(device_variables), nvcc)
     except (struct.error, IndexError, UnicodeDecodeError) as exc:
         raise UnreadableLibrary(f"truncated or malformed ELF: {exc}") from None
 
 
-def _findings(data: bytes, sections: list[_Section], symbols: list[_Symbol], variables: frozenset[str]) -> list[str]:
+def _findings(data: bytes, sections: list[_Section], symbols: list[_Symbol], variables: frozenset[str],
+              nvcc: bool = False) -> list[str]:  # fmt: skip
     found = [f"a `{s.name}` section" for s in sections
              if s.kind in (_SHT_FINI_ARRAY, _SHT_PREINIT_ARRAY) or s.name.split(".")[:2] in _FORBIDDEN]  # fmt: skip
+    # an indirect function's resolver runs while the dynamic linker relocates the library, before any constructor
+    found.extend(f"the indirect function `{s.name}`" for s in symbols if s.kind == _STT_GNU_IFUNC)
     initialisers: list[_Symbol] = []
     for index, section in enumerate(sections):
         if section.kind != _SHT_INIT_ARRAY and not section.name.startswith(".init_array"):
@@ -128,7 +153,7 @@ def _findings(data: bytes, sections: list[_Section], symbols: list[_Symbol], var
             found.append(f"a `{section.name}` section the compiler did not make")
         for _, symbol_index, addend, _ in relocations:
             target = _function_at(symbols, symbols[symbol_index], addend)
-            if target is None or not target.name.startswith(INIT_FUNCTION_PREFIX):
+            if target is None or not _initialiser(target, nvcc):
                 what = f"the constructor `{target.name if target else symbols[symbol_index].name}`"
                 found.extend([what] if what not in found else [])
             elif target not in initialisers:
@@ -137,21 +162,61 @@ def _findings(data: bytes, sections: list[_Section], symbols: list[_Symbol], var
     # calls within it need no relocation: all of it is read, and any function there is load-time code.
     homes = {function.section for function in initialisers}
     found.extend(f"`{s.name}`" for s in symbols if s.section in homes and s.kind == _STT_FUNC
-                 and not s.name.startswith(INIT_FUNCTION_PREFIX))  # fmt: skip
+                 and not _initialiser(s, nvcc))  # fmt: skip
+    if nvcc:  # the names nvcc's initialisers call, defined by the unit itself: its own code at load time
+        found.extend(f"`{s.name}`" for s in symbols if s.name in NVCC_CALLS and s.section != 0)
+    # Several initialisers may share a section (g++'s and nvcc's): each relocation is judged by the rules of
+    # the one it lies in; the rest of an initialisers' section by g++'s (the stricter).
+    owners = [s for s in symbols if s.section in homes and s.kind == _STT_FUNC and _initialiser(s, nvcc)]
+    initialisers.extend(s for s in owners if s not in initialisers)
     for function in initialisers:  # grows by the initialisers' cold parts (``.cold``, in ``.text.unlikely``)
         whole = function.section in homes
+        registrar = function.name in NVCC_INITIALISERS
         for offset, symbol_index, addend, kind in _relocations_of(data, sections, function.section):
-            if not whole and not function.value <= offset < function.value + function.size:
+            inside = function.value <= offset < function.value + function.size
+            if not inside and (not whole or registrar or any(_within(o, function.section, offset) for o in owners)):
                 continue
             symbol = symbols[symbol_index]
             code = _code_at(sections, symbols, symbol, addend + 4 if kind in _PC_RELATIVE else addend)
-            if code is not None and code.name.startswith(INIT_FUNCTION_PREFIX):
+            if code is not None and _initialiser(code, nvcc):
                 initialisers.extend([code] if code not in initialisers else [])
                 continue
             name = code.name if code is not None else _referenced(sections, symbol)
-            if name and not _allowed(sections, symbol, name, variables) and f"`{name}`" not in found:
+            if registrar:
+                allowed = _registers(data, sections[function.section], offset, symbol, code, name)
+            else:
+                allowed = not name or _allowed(sections, symbol, name, variables)
+            if not allowed and f"`{name}`" not in found:
                 found.append(f"`{name}`")
     return found
+
+
+def _within(function: _Symbol, section: int, offset: int) -> bool:
+    return function.section == section and function.value <= offset < function.value + function.size
+
+
+def _initialiser(function: _Symbol, nvcc: bool) -> bool:
+    """Whether ``function`` is a compiler's initialiser of the unit (g++'s; with ``nvcc``, nvcc's too)."""
+    return function.name.startswith(INIT_FUNCTION_PREFIX) or (nvcc and function.name in NVCC_INITIALISERS)
+
+
+def _registers(data: bytes, home: _Section, offset: int, symbol: _Symbol, code: _Symbol | None, name: str) -> bool:
+    """Whether a relocation at ``offset`` of nvcc's initialiser only registers: a call of an imported
+    registration function, or the address of the unit's data or code (a kernel's host function)."""
+    if symbol.section == 0:  # imported: only the registration functions
+        return name in NVCC_CALLS
+    if code is None or code.name == NVCC_UNREGISTER:
+        return True  # the unit's data (the fatbinary, its handle, the host shadows of __device__ variables)
+    return not _calls(data, home, offset)  # code of the unit: its address only, never a call or jump
+
+
+def _calls(data: bytes, home: _Section, offset: int) -> bool:
+    """Whether the 4-byte field at ``offset`` of section ``home`` is a call's or jump's target (``e8``/``e9``
+    rel32, ``ff 15``/``ff 25`` through the GOT) rather than an address taken (``lea``, ``mov``)."""
+    if not 2 <= offset <= home.size - 4:
+        return True
+    before = data[home.offset + offset - 2 : home.offset + offset]
+    return before[1] in (0xE8, 0xE9) or before in (b"\xff\x15", b"\xff\x25")
 
 
 def _code_at(sections: list[_Section], symbols: list[_Symbol], symbol: _Symbol, target: int) -> _Symbol | None:

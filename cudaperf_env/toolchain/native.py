@@ -64,9 +64,9 @@ def build_library(
             private build folder and ``visible`` (read-only), nothing else.
         check: Called with the built library before it is cached (e.g. the symbol check,
             ``toolchain/symbols.py``); a non-empty answer refuses the build.
-        object_check: Called with the compiled object of the first unit (kept by ``-save-temps=obj``)
-            before ``check`` (e.g. the load-time code check, ``toolchain/initcode.py``); a
-            non-empty answer refuses the build.
+        object_check: Called with the compiled object of the first unit (kept by g++'s
+            ``-save-temps=obj`` or nvcc's ``-keep``, :func:`kept_object`) before ``check`` (e.g. the
+            load-time code check, ``toolchain/initcode.py``); a non-empty answer refuses the build.
     """
     sources = [source] if isinstance(source, str) else list(source)
     checks = ("checked" if check else "") + ("+object" if object_check else "")
@@ -81,11 +81,11 @@ def build_library(
         for path, text in zip(paths, sources, strict=True):
             path.write_text(text)
         out = work / "lib.so"
-        keep = ["-save-temps=obj"] if object_check else []  # the units' objects, as lib.so-<unit>.o
+        keep, unit = kept_object(compiler, out, paths[0]) if object_check else ([], out)
         cmd = [compiler, *flags, *keep, *map(str, paths), "-o", str(out), *libs]
         result = tools.run_tool(cmd, work, timeout_s, memory_bytes, cancel=cancel, confine=confine, visible=visible)
         if result.ok and out.is_file() and not out.is_symlink():
-            why = object_check(work / f"{out.name}-{paths[0].stem}.o") if object_check else ""
+            why = object_check(unit) if object_check else ""
             if not why and check:
                 why = check(out)
             if why:
@@ -100,6 +100,15 @@ def build_library(
         return BuildResult(False, None, log, result.seconds, timed_out=result.timed_out)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def kept_object(compiler: str, out: Path, source: Path) -> tuple[list[str], Path]:
+    """The flags that keep the compiled object of ``source`` in ``out``'s folder while ``compiler`` builds
+    ``out``, and that object's path: nvcc's ``-keep`` leaves ``<unit>.o`` (its other intermediates
+    too, removed with the folder), g++'s ``-save-temps=obj`` ``<out>-<unit>.o``."""
+    if Path(compiler).name.startswith("nvcc"):
+        return ["-keep", "-keep-dir", str(out.parent)], out.parent / f"{source.stem}.o"
+    return ["-save-temps=obj"], out.parent / f"{out.name}-{source.stem}.o"
 
 
 def adopt(path: Path) -> None:

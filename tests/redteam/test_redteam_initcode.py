@@ -40,6 +40,9 @@ ATTACKS = {
     "fini_array by section attribute": (
         'static void late() { printf("late\\n"); }\n'
         '__attribute__((section(".fini_array"), used)) static void (*hook)() = late;\n'),
+    "indirect function": (
+        'extern "C" void impl() {}\nextern "C" void* pick() { printf("early\\n"); return (void*)impl; }\n'
+        'extern "C" void chosen() __attribute__((ifunc("pick")));\nvoid use() { chosen(); }\n'),
     "init_array by assembly": (
         'extern "C" void early() { printf("early\\n"); }\n'
         'asm(".pushsection .init_array,\\"aw\\",@init_array\\n.quad early\\n.popsection\\n");\n'),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import math
+import re
 import shutil
 import subprocess
 import threading
@@ -46,10 +47,11 @@ from cudaperf_env.backends.generator import task_inputs
 from cudaperf_env.backends.harness import units, wrap
 from cudaperf_env.backends.sandbox import Crash, WorkerProcess
 from cudaperf_env.errors import BackendUnavailableError
+from cudaperf_env.source.phases import translate
 from cudaperf_env.source.screen import Finding
 from cudaperf_env.status import Status
 from cudaperf_env.tasks.schema import Config, Task
-from cudaperf_env.toolchain import tools
+from cudaperf_env.toolchain import initcode, tools
 from cudaperf_env.toolchain.cache import cache_dir, scratch_dir
 from cudaperf_env.toolchain.confine import Confinement, Limits
 from cudaperf_env.toolchain.native import build_c_reference, build_library
@@ -71,9 +73,38 @@ def detect_arch() -> str:
 
 
 def nvcc_flags(arch: str) -> list[str]:
-    """Fixed flags for every GPU build (never the user's)."""
+    """Fixed flags for every GPU build (never the user's); ``-fdata-sections`` puts each host variable in a
+    section of its own, so a relocation to it names it (``toolchain/initcode.py``)."""
     return ["-shared", "-Xcompiler", "-fPIC", "-O3", "-std=c++17", f"-arch={arch}", "-lineinfo",
-            "-Xlinker", "-z,defs", "-Xlinker", "-Bsymbolic"]  # fmt: skip
+            "-Xcompiler", "-fdata-sections", "-Xlinker", "-z,defs", "-Xlinker", "-Bsymbolic"]  # fmt: skip
+
+
+# The compiler's initialisers' names, which the load-time code check trusts: no identifier may spell them.
+COMPILER_NAMES = re.compile(r"\b_GLOBAL__\w*")
+
+
+def build_gpu(task: Task, code: str, arch: str, timeout_s: float = 120.0,
+              cancel: threading.Event | None = None) -> Build:  # fmt: skip
+    """Build ``code`` for ``task`` with nvcc for ``arch`` (no GPU needed), confined, with the checks of the
+    submission's compiled unit (nvcc's host object, kept by ``-keep``) before linking: no code of the
+    submission at load time (``toolchain/initcode.py``, nvcc's registration admitted) and imports and
+    definitions as in :func:`~cudaperf_env.backends.cuda.imports.check_unit`; then the symbol check of the
+    library. Either refusal is an ``unsupported`` finding (status ``rejected``)."""
+    named = COMPILER_NAMES.search(translate(code))
+    if named:
+        message = (f"`{named.group()}` is a name of the compiler's initialisers, which the checks of the built "
+                   "code trust; a submission may neither use nor define it: rename it")  # fmt: skip
+        return Build(False, unsupported=(Finding(0, "runtime_names", message),))
+    flags = nvcc_flags(arch)
+    unit = imports.unit_checker(tuple(flags))
+    result = build_library(tools.nvcc(), flags, units(task, code, "cuda"), ".cu", timeout_s=timeout_s, cancel=cancel,
+                           confine=Confinement(), check=imports.checker(tuple(flags)),
+                           object_check=lambda obj: initcode.check(obj, nvcc=True) or unit(obj))  # fmt: skip
+    if result.refused.startswith(initcode.MESSAGE):
+        return Build(False, log=result.log, unsupported=(Finding(0, "constructor", result.refused),))
+    if result.refused:  # the symbol checks: calls into the system the screen did not see, or replaced
+        return Build(False, log=result.log, unsupported=(Finding(0, "symbols", result.refused),))
+    return Build(result.ok, result.library, result.log, (), result.seconds, result.cached)
 
 
 def gpu_confinement() -> Confinement:
@@ -163,12 +194,7 @@ class CudaBackend:
         return Capabilities(timer=self if self.measures_time else None, sanitizer=self if self.sanitizers else None)
 
     def build(self, task: Task, code: str, cancel: threading.Event | None = None) -> Build:
-        flags = nvcc_flags(self.arch)
-        result = build_library(tools.nvcc(), flags, units(task, code, "cuda"), ".cu", timeout_s=self.build_timeout_s,
-                               cancel=cancel, confine=Confinement(), check=imports.checker(tuple(flags)))  # fmt: skip
-        if result.refused:  # the symbol check: calls into the system the screen did not see
-            return Build(False, log=result.log, unsupported=(Finding(0, "symbols", result.refused),))
-        return Build(result.ok, result.library, result.log, (), result.seconds, result.cached)
+        return build_gpu(task, code, self.arch, self.build_timeout_s, cancel)
 
     def start_worker(self, workdir: Path, wrapper: Sequence[str] = (), visible: Sequence[Path] = ()) -> WorkerProcess:
         """A GPU worker, confined like the CPU worker with the GPU's device nodes and /sys bound in; the
