@@ -141,6 +141,9 @@ HONEST = {
         "#include <iostream>\n__constant__ float coeff[4] = {1.0f, 2.0f, 3.0f, 4.0f};\n__device__ int counter;\n"
         "__managed__ int calls;\n" + KERNEL.replace("y[i] = a", "y[i] = coeff[i % 4] * 0.0f + counter * 0.0f + a")
         + ENTRY.replace("  k<<<", "  calls = calls + 1;\n  k<<<")),
+    # a global the host code writes: position-independent code reaches it through the GOT
+    "file-scope host arrays": "float scratch[64];\nstatic int seen[3];\n" + KERNEL
+        + ENTRY.replace("  k<<<", "  scratch[1] = 1.0f;\n  seen[0] = (int)scratch[1];\n  k<<<"),
 }
 
 
