@@ -62,9 +62,13 @@ HONEST = {
 HOST_HEAP_LAUNCH = (
     "  cudaMemset(out, 0, sizeof(float));\n  k<<<(n + 255) / 256, 256>>>(n, w, x, out);\n  cudaDeviceSynchronize();\n"
 )
+# A warp's sum, then one atomic per warp: per-element float atomics at the 100k-element configuration
+# strayed past the task's tolerance between timed calls on the H200 (a sum near zero, 2026-12-02).
 HOST_HEAP_KERNEL = (
     "__global__ void k(int n, const float* w, const float* x, float* out) {\n"
-    "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) atomicAdd(out, w[0] * x[i]);\n}\n"
+    "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  float v = i < n ? w[0] * x[i] : 0.0f;\n"
+    "  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffff, v, o);\n"
+    "  if ((threadIdx.x & 31) == 0) atomicAdd(out, v);\n}\n"
 )
 HOST_HEAP = {
     "kernel_reads_host_malloc": "#include <cstdlib>\n" + HOST_HEAP_KERNEL + (
