@@ -87,6 +87,9 @@ HOST_HEAP = {
     "kernel_reads_zeroed_global_array": "float weights[64];\n" + HOST_HEAP_KERNEL + (
         'extern "C" void sum(int n, const float* x, float* out) {\n'
         "  weights[0] = 1.0f;\n  const float* w = weights;\n" + HOST_HEAP_LAUNCH + "}\n"),
+    "kernel_reads_host_const_table": "static const float weights[2] = {1.0f, 0.5f};\n" + HOST_HEAP_KERNEL + (
+        'extern "C" void sum(int n, const float* x, float* out) {\n'
+        "  const float* w = weights;\n" + HOST_HEAP_LAUNCH + "}\n"),
     "kernel_reads_host_calloc": "#include <cstdlib>\n" + HOST_HEAP_KERNEL + (
         'extern "C" void sum(int n, const float* x, float* out) {\n'
         "  float* w = (float*)calloc(64, sizeof(float)); w[0] = 1.0f;\n" + HOST_HEAP_LAUNCH + "  free(w);\n}\n"),
@@ -117,9 +120,10 @@ HOST_HEAP_HONEST = {
         "  cudaMemcpy(w, h.data(), h.size() * sizeof(float), cudaMemcpyHostToDevice);\n"
         + HOST_HEAP_LAUNCH + "  delete[] big;\n  cudaFree(w);\n}\n"),
     # A file-scope host table used by host code, copied to device memory (zero-filled, initialised, indexed).
-    "static_table_memcpy_launch": "static float table[4] = {1.0f, 0.5f};\nint seen[3];\n" + HOST_HEAP_KERNEL + (
+    "static_table_memcpy_launch": "static float table[4] = {1.0f, 0.5f};\nint seen[3];\n"
+        "const double halves[2] = {0.0, 0.5};\n" + HOST_HEAP_KERNEL + (
         'extern "C" void sum(int n, const float* x, float* out) {\n'
-        "  seen[1] = 1;\n  float h = table[0] + table[2] * 7.0f + float(seen[0] + seen[1] - 1);\n"
+        "  seen[1] = 1;\n  float h = table[0] + table[2] * 7.0f + float(seen[0] + seen[1] - 1) + halves[1] - 0.5f;\n"
         "  float* w; cudaMalloc(&w, sizeof(float));\n  cudaMemcpy(w, &h, sizeof(float), cudaMemcpyHostToDevice);\n"
         + HOST_HEAP_LAUNCH + "  cudaFree(w);\n}\n"),
     # Device-side malloc is CUDA's own heap (legal in a kernel).

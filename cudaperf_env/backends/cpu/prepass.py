@@ -313,6 +313,17 @@ _VARIABLE_SKIP = frozenset({"const", "constexpr", "extern", "__shared__", "__man
 
 # Host storage the arena cannot stand for: per thread, or whose address the program may need constant.
 _HOST_ARRAY_SKIP = frozenset({"thread_local", "constinit", "register", "__host__", "inline"})
+# Element types of const host arrays that may move to the arena too: no element of theirs is usable in a
+# constant expression (a const integral array's are, as template arguments or array bounds).
+_FLOAT_TYPES = frozenset({"float", "double", "half", "__half", "__nv_bfloat16", "float2", "float3", "float4",
+                          "double2"})  # fmt: skip
+
+
+def _const_float_array(texts: Sequence[str]) -> bool:
+    """Whether a declaration's tokens are ``[static] const F name[...]`` with F a floating type (pure)."""
+    head = texts[: _index(list(texts), "[")]
+    words = set(head[:-1]) - {"const", "static"}
+    return "const" in head and bool(words) and words <= _FLOAT_TYPES
 
 
 def _device_variables(unit: Unit) -> list[tuple[_Edit, str]]:
@@ -355,12 +366,13 @@ def _device_variables(unit: Unit) -> list[tuple[_Edit, str]]:
 
 def _device_variable_edit(source: str, decl: Sequence[Token]) -> tuple[_Edit, str] | None:
     """The rewrite of one file-scope declaration: a ``__device__``/``__constant__`` variable to
-    device storage, a plain (non-const) host array to storage in the host arena
-    (``::cudaperf::host_variable``, host_arena.h), so that a kernel given its address faults."""
+    device storage, a plain host array (not const, or const of a floating type) to storage in the
+    host arena (``::cudaperf::host_variable``, host_arena.h), so that a kernel given its address faults."""
     texts = [t.text for t in decl[:-1]]
-    if _VARIABLE_SKIP & set(texts) or "(" in texts[: _index(texts, "=")]:
-        return None
     on_device = bool(_VARIABLE_SPACES & set(texts))
+    skip = _VARIABLE_SKIP if on_device or not _const_float_array(texts) else _VARIABLE_SKIP - {"const"}
+    if skip & set(texts) or "(" in texts[: _index(texts, "=")]:
+        return None
     if not on_device and (_HOST_ARRAY_SKIP & set(texts) or "[" not in texts[: _index(texts, "=")]):
         return None
     eq = _index(texts, "=")

@@ -385,6 +385,7 @@ def test_file_scope_host_arrays_get_storage_in_the_host_arena() -> None:
         "static float table[4] = {1.0f,\n 2.0f};\nunsigned char lut[256];\n"
         'extern "C" { int counts[3]; }\nnamespace ns { double grid[2][3]; }\n'
         'extern "C" void f(int n) { float local[4]; for (int i = 0; i < n; ++i) local[i % 4] = 0; }\n'
+        "static const float coeffs[3] = {0.25f, 0.5f, 0.25f};\n"
     )
     result = prepass(source)
     out = result.source.split("\n", 1)[1]
@@ -394,11 +395,13 @@ def test_file_scope_host_arrays_get_storage_in_the_host_arena() -> None:
     assert "int (&counts)[3] = ::cudaperf::host_variable<int[3]>();" in out
     assert "double (&grid)[2][3] = ::cudaperf::host_variable<double[2][3]>();" in out
     assert "float local[4];" in out  # a function's body is not file scope
-    assert result.device_variables == ("table", "lut", "counts", "grid")  # their initialisers run at load
+    assert "static const float (&coeffs)[3] = ::cudaperf::host_variable<const float[3]>({0.25f, 0.5f, 0.25f});" in out
+    assert result.device_variables == ("table", "lut", "counts", "grid", "coeffs")  # their initialisers run at load
 
 
 @pytest.mark.parametrize("declaration", [
-    "const float c[2] = {1, 2};",  # a constant
+    "const int c[2] = {1, 2};",  # integral constants: usable in constant expressions
+    "static const unsigned char lut[2] = {1, 2};",
     "constexpr int k[2] = {1, 2};",
     "int scalar = 3;",  # not an array
     "thread_local int t[4];",  # per thread
