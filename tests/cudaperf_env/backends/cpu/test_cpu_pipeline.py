@@ -94,3 +94,16 @@ def test_compile_bomb_is_stopped_in_bounded_time():
     e = ev.evaluate(SUM, code, seed=1)
     assert e.status == "compile_error" and "did not finish within 3 s" in e.compile_log
     assert time.monotonic() - start < 10
+
+
+def test_half_precision_short_names_come_with_their_headers_as_under_nvcc(evaluator):
+    """nvcc declares `half`, `nv_bfloat16`... only in <cuda_fp16.h> / <cuda_bf16.h>: elsewhere they are free names."""
+    named_half = "constexpr int half = 128;\n" + block_sum("  __syncthreads();\n" + TREE.replace("128", "half"))
+    e = evaluator.evaluate(SUM, named_half, seed=1)
+    assert (e.status, e.correct) == ("ok", True), e.message
+    with_header = "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n" + block_sum(
+        "  __syncthreads();\n  half h = __float2half(1.0f); nv_bfloat16 b = __float2bfloat16(1.0f);\n"
+        "  s[threadIdx.x] *= __half2float(h) * __bfloat162float(b);\n  __syncthreads();\n" + TREE
+    )
+    e = evaluator.evaluate(SUM, with_header, seed=1)
+    assert (e.status, e.correct) == ("ok", True), e.message

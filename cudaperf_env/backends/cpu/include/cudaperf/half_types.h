@@ -208,14 +208,8 @@ CUDAPERF_HALF_PAIR(__half2, __half, __half2_raw, __half_raw)
 CUDAPERF_HALF_PAIR(__nv_bfloat162, __nv_bfloat16, __nv_bfloat162_raw, __nv_bfloat16_raw)
 #undef CUDAPERF_HALF_PAIR
 
-typedef __half half;
-typedef __half2 half2;
-typedef __half __nv_half;
-typedef __half2 __nv_half2;
-typedef __half nv_half;
-typedef __half2 nv_half2;
-typedef __nv_bfloat16 nv_bfloat16;
-typedef __nv_bfloat162 nv_bfloat162;
+// The short names (`half`, `nv_bfloat16`, ...) come with <cuda_fp16.h> and <cuda_bf16.h> (the shims),
+// as with nvcc: a submission that does not include them may use the names for its own variables.
 
 static_assert(sizeof(__half) == 2 && sizeof(__half2) == 4 && alignof(__half2) == 4, "fp16 layout");
 static_assert(sizeof(__nv_bfloat16) == 2 && sizeof(__nv_bfloat162) == 4, "bf16 layout");
