@@ -172,11 +172,29 @@ def _trim(text: str, sampling: Sampling) -> str:
 
 
 def _tokens_covering(tokenizer: Any, tokens: list[int], text: str) -> list[int]:
-    """The shortest prefix of ``tokens`` whose decoding covers ``text``."""
-    for k in range(1, len(tokens) + 1):
-        if len(tokenizer.decode(tokens[:k], skip_special_tokens=True)) >= len(text):
-            return tokens[:k]
-    return tokens
+    """The shortest prefix of ``tokens`` whose decoding covers ``text``.
+
+    A binary search over the prefix length (a decoded prefix grows with it, but for the odd
+    space a later token's clean-up removes), then a walk to the exact boundary: a few
+    decodes instead of one per token (a 750-token reply: 0.12 s each, for every trimmed row).
+    """
+
+    def covers(k: int) -> bool:
+        return len(tokenizer.decode(tokens[:k], skip_special_tokens=True)) >= len(text)
+
+    first = min(1, len(tokens))  # at least one token, as a reply has
+    lo, hi = first, len(tokens)
+    if not covers(hi):
+        return tokens
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if covers(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    while lo > first and covers(lo - 1):
+        lo -= 1
+    return tokens[:lo]
 
 
 def _sampling_kwargs(sampling: Sampling) -> dict[str, Any]:

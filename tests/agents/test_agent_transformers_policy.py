@@ -93,3 +93,20 @@ def test_the_shipped_adapter_goes_with_the_embedded_model_only(tmp_path):
     if shipped is not None:
         assert (shipped / "adapter_model.safetensors").stat().st_size < 16 << 20
         assert (shipped / "MODEL_CARD.md").is_file()
+
+
+def test_the_tokens_covering_a_trimmed_reply_are_the_shortest_prefix_found_by_a_linear_scan(tiny_tokenizer):
+    from agents.policies.transformers_policy import _tokens_covering
+
+    def linear(tokens, text):
+        for k in range(1, len(tokens) + 1):
+            if len(tiny_tokenizer.decode(tokens[:k], skip_special_tokens=True)) >= len(text):
+                return tokens[:k]
+        return tokens
+
+    reply = "Voilà ```cuda\n__global__ void k(float* x) { x[0] = 1.f; } // naïve, ≤ 1 µs\n```\nthen more — done"
+    tokens = tiny_tokenizer(reply)["input_ids"] + [tiny_tokenizer.eos_token_id]
+    for cut in range(0, len(reply) + 1, 3):
+        text = reply[:cut]
+        assert _tokens_covering(tiny_tokenizer, tokens, text) == linear(tokens, text), cut
+    assert _tokens_covering(tiny_tokenizer, tokens, reply + "beyond") == tokens
