@@ -126,12 +126,21 @@ class TransformersPolicy:
         stops = sampling.stop
 
         class _Stop(StoppingCriteria):  # type: ignore[misc]
+            """Stop strings and closed code blocks, checked every STOP_CHECK_EVERY tokens on live rows only."""
+
+            def __init__(self) -> None:
+                self.done: list[bool] = []  # a stopped row stays stopped: generate pads it from then on
+
             def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+                if not self.done:
+                    self.done = [False] * input_ids.shape[0]
                 if (input_ids.shape[1] - width) % STOP_CHECK_EVERY:  # decoding every row each token costs more
-                    return input_ids.new_zeros(input_ids.shape[0], dtype=bool)  # than the model; overshoot is trimmed
-                texts = tokenizer.batch_decode(input_ids[:, width:], skip_special_tokens=True)
-                done = [_should_stop(t, stops, sampling.stop_after_code_block) for t in texts]
-                return input_ids.new_tensor(done, dtype=bool)
+                    return input_ids.new_tensor(self.done, dtype=bool)  # than the model; overshoot is trimmed
+                live = [r for r, d in enumerate(self.done) if not d]
+                texts = tokenizer.batch_decode(input_ids[live, width:].tolist(), skip_special_tokens=True)
+                for r, text in zip(live, texts, strict=True):
+                    self.done[r] = _should_stop(text, stops, sampling.stop_after_code_block)
+                return input_ids.new_tensor(self.done, dtype=bool)
 
         return StoppingCriteriaList([_Stop()]) if stops or sampling.stop_after_code_block else None
 
