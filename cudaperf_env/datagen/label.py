@@ -61,7 +61,10 @@ Run on the GPU machine::
 then append ``labels.jsonl`` to the committed stream (gzip) and ``cudaperf dataset card``.
 Knob variants (``dataset/variants.py``) are labelled the same way with ``--source variants``
 (tasks that have variants, every implementation of each timed together); their streams
-live next to the variant file, ``dataset/variants/labels-h200.jsonl.gz``.
+live next to the variant file, ``dataset/variants/labels-h200.jsonl.gz``. PyTorch-to-CUDA
+tasks with ``--kind torch2cuda`` (their implementations; the eager and torch.compile baselines
+are timed by the evaluator, ``backends/cuda/torch_baselines.py``); their streams live next to
+that data file, ``dataset/torch2cuda/labels-h200.jsonl.gz``.
 """
 
 from __future__ import annotations
@@ -437,18 +440,21 @@ def tasks_to_label(tasks: Iterable[Task], done: Mapping[str, Mapping[str, Any]],
     return fresh + failed if retry_errors else fresh
 
 
-def _load_tasks(source: str, path: str | None = None) -> list[Task]:
+def load_label_tasks(source: str, path: str | None = None, kind: str = "c2cuda") -> list[Task]:
+    """The tasks of ``source`` (``starter``, ``dataset``, ``variants``) and ``kind`` (``c2cuda``, ``torch2cuda``)."""
     if source == "starter":
         from cudaperf_env.tasks import load_tasks
 
-        return list(load_tasks(kind="c2cuda").values())
+        return list(load_tasks(kind=kind).values())
     if source == "variants":
+        if kind != "c2cuda":
+            raise ValueError("knob variants exist for the c2cuda dataset only")
         from cudaperf_env.dataset.variants import VARIANTS_FILE, load_variant_tasks
 
         return list(load_variant_tasks(variants=path or VARIANTS_FILE, only_with_variants=True, fold=False).values())
-    from cudaperf_env.dataset.load import load_dataset
+    from cudaperf_env.dataset.load import DATA_FILES, load_dataset
 
-    return list(load_dataset(labels=False).values())
+    return list(load_dataset(path=DATA_FILES[kind], labels=False).values())
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -461,6 +467,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="the bundled starters, the dataset, or the dataset's tasks with their verified knob "
                              "variants (label streams of those go next to the variant file, dataset/variants/)")
     parser.add_argument("--path", help="variant data file for --source variants (default: the shipped one)")
+    parser.add_argument("--kind", choices=("c2cuda", "torch2cuda"), default="c2cuda",
+                        help="which family's tasks (torch2cuda label streams go next to its data file, "
+                             "tasks/data/dataset/torch2cuda/labels-<card>.jsonl.gz)")
     parser.add_argument("--out", required=True, help="JSONL stream to append labels to")
     parser.add_argument("--done", action="append", default=[], help="streams whose tasks are skipped (resume)")
     parser.add_argument("--devices", default="0", help="comma-separated CUDA device indices")
@@ -474,7 +483,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     started = time.time()
     done = read_stream([*args.done, args.out])
-    tasks = tasks_to_label(_load_tasks(args.source, args.path), done, args.retry_errors)[: args.limit]
+    tasks = tasks_to_label(load_label_tasks(args.source, args.path, args.kind), done, args.retry_errors)[: args.limit]
     options = LabelOptions(pin_above_bytes=int(args.pin_above_mb * (1 << 20)))
     labeller = Labeller([int(d) for d in args.devices.split(",")], options)
     console = Console()

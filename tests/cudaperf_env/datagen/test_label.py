@@ -134,3 +134,14 @@ def test_input_budget_admits_a_streams_next_task_even_when_full():
         assert labeller.inflight == 0 and labeller._reserve(100, first=False)
     finally:
         labeller.close()
+
+
+def test_the_labeller_loads_each_kinds_dataset_and_starters():
+    from cudaperf_env.datagen.label import load_label_tasks
+
+    torch_tasks = load_label_tasks("dataset", kind="torch2cuda")
+    assert torch_tasks and all(t.kind == "torch2cuda" and t.implementations for t in torch_tasks)
+    assert all(t.kind == "torch2cuda" for t in load_label_tasks("starter", kind="torch2cuda"))
+    assert all(t.kind == "c2cuda" for t in load_label_tasks("starter"))
+    with pytest.raises(ValueError, match="c2cuda dataset only"):
+        load_label_tasks("variants", kind="torch2cuda")

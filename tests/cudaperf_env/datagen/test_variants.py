@@ -3,7 +3,7 @@
 import pytest
 
 from cudaperf_env.backends import gpu_available
-from cudaperf_env.datagen.label import Labeller, _load_tasks, all_configs
+from cudaperf_env.datagen.label import Labeller, all_configs, load_label_tasks
 from cudaperf_env.datagen.variants import KINDS, TAGS, choose, variants
 from cudaperf_env.dataset.load import DATA_FILE, load_records
 from cudaperf_env.dataset.variants import VARIANTS_FILE, load_variant_tasks, merge_records, read_variants, variant_count
@@ -68,7 +68,7 @@ def test_split_loading_gives_variants_only_to_that_split_and_the_labeller_loads_
     assert train and all(variant_count(t) for t in train.values())
     validation = load_variant_tasks("validation", fold=False)
     assert not set(train) & set(validation)
-    labelled = _load_tasks("variants")
+    labelled = load_label_tasks("variants")
     assert {t.id for t in labelled} == set(load_variant_tasks(fold=False, only_with_variants=True))
     assert all(variant_count(t) for t in labelled)
 
@@ -76,7 +76,7 @@ def test_split_loading_gives_variants_only_to_that_split_and_the_labeller_loads_
 @pytest.mark.gpu
 @pytest.mark.skipif(not gpu_available(), reason="needs an NVIDIA GPU")
 def test_labelling_a_task_with_its_variants_on_the_gpu(tmp_path):
-    task = _load_tasks("variants")[0]
+    task = load_label_tasks("variants")[0]
     labeller = Labeller()
     try:
         (record,) = labeller.run([task], tmp_path / "labels.jsonl")
