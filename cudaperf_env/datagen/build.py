@@ -39,6 +39,7 @@ from cudaperf_env.dataset.load import DATA_FILES as SHIPPED_FILES
 DATA_DIR = Path(__file__).resolve().parents[1] / "tasks" / "data" / "dataset"
 DATA_FILE = DATA_DIR / "c2cuda.jsonl.gz"
 CARD_FILE = Path(__file__).resolve().parents[2] / "docs" / "dataset-card.md"
+CARD_FILES = {"c2cuda": CARD_FILE, "torch2cuda": CARD_FILE.with_name("dataset-card-torch2cuda.md")}
 FAMILIES_BY_KIND: dict[str, Mapping[str, Generator]] = {"c2cuda": FAMILIES, "torch2cuda": TORCH_FAMILIES}
 DATA_FILES = dict(SHIPPED_FILES)  # per kind; each with its own splits and report
 
@@ -224,11 +225,11 @@ def build(config: BuildConfig, on_event: Callable[[str, int, Verdict | None], No
     report = _report(config, families, candidates, duplicates, verdicts, workers, time.perf_counter() - started)
     write_json(config.out.parent / "build-report.json", report)
     if config.card is not None:
-        write_card(config.out, config.card)
+        write_card(config.out, config.card, config.kind)
     return report
 
 
-def write_card(data_file: Path, card: Path) -> None:
+def write_card(data_file: Path, card: Path, kind: str | None = None) -> None:
     """Render the dataset card of ``data_file`` (with its splits, build report and GPU labels) to ``card``."""
     from cudaperf_env.datagen.card import render_card
     from cudaperf_env.dataset.load import load_records, load_splits
@@ -236,7 +237,7 @@ def write_card(data_file: Path, card: Path) -> None:
 
     report = json.loads((data_file.parent / "build-report.json").read_text(encoding="utf-8"))
     stats = dataset_stats(load_records(data_file), load_splits(data_file))
-    card.write_text(render_card(stats, report), encoding="utf-8")
+    card.write_text(render_card(stats, report, kind), encoding="utf-8")
 
 
 def _report(config: BuildConfig, families: Sequence[str], candidates: Sequence[dict[str, Any]],
@@ -246,6 +247,7 @@ def _report(config: BuildConfig, families: Sequence[str], candidates: Sequence[d
     drops_by_family = Counter(f"{v.family}:{v.reason}" for v in verdicts if not v.ok)
     return {
         "complete": True,
+        "kind": config.kind,
         "seed": config.seed,
         "per_family": config.per_family,
         "families": list(families),

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from cudaperf_env.datagen.build import DATA_FILE, DATA_FILES, BuildConfig, build
+from cudaperf_env.datagen.build import DATA_FILES, BuildConfig, build
 from cudaperf_env.datagen.registry import family_names
 from cudaperf_env.datagen.verify import Verdict
 from cudaperf_env.dataset.load import load_records, load_splits
@@ -44,8 +44,10 @@ def add_dataset_commands(subparsers: Any) -> None:
                    help="start no verification after this many seconds (needs --verdicts; rerun to go on)")
     p.set_defaults(run=_build)
     p = sub.add_parser("card", help="re-render the dataset card (after new GPU labels, without a rebuild)")
-    p.add_argument("--path", type=Path, default=DATA_FILE, help="data file")
-    p.add_argument("--out", type=Path, default=None, help="card to write (default: docs/dataset-card.md)")
+    p.add_argument("--kind", choices=sorted(DATA_FILES), default="c2cuda", help="the shipped file of this kind")
+    p.add_argument("--path", type=Path, default=None, help="data file (default: the shipped file of --kind)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="card to write (default: docs/dataset-card.md, docs/dataset-card-torch2cuda.md)")
     p.set_defaults(run=_card)
     p = sub.add_parser("stats", help="statistics of the shipped dataset")
     p.add_argument("--kind", choices=sorted(DATA_FILES), default="c2cuda", help="the shipped file of this kind")
@@ -72,13 +74,13 @@ def _add_variants_command(sub: Any) -> None:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from cudaperf_env.datagen.build import CARD_FILE
+    from cudaperf_env.datagen.build import CARD_FILES
 
     args.out = args.out or DATA_FILES[args.kind]
     if args.deadline_s is not None and args.verdicts is None:
         Console(stderr=True).print("error: --deadline-s needs --verdicts FILE (where the verdicts so far are kept)")
         return 2
-    card = args.card or (CARD_FILE if args.out.resolve() == DATA_FILE.resolve() else None)
+    card = args.card or (CARD_FILES[args.kind] if args.out.resolve() == DATA_FILES[args.kind].resolve() else None)
     config = BuildConfig(families=tuple(args.families), per_family=args.per_family, seed=args.seed,
                          workers=args.workers, out=args.out, card=card, verify=not args.no_verify,
                          kind=args.kind, verdicts=args.verdicts, deadline_s=args.deadline_s)  # fmt: skip
@@ -110,10 +112,11 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _card(args: argparse.Namespace) -> int:
-    from cudaperf_env.datagen.build import CARD_FILE, write_card
+    from cudaperf_env.datagen.build import CARD_FILES, write_card
 
-    out = args.out or CARD_FILE
-    write_card(args.path, out)
+    path = args.path or DATA_FILES[args.kind]
+    out = args.out or CARD_FILES[args.kind]
+    write_card(path, out, args.kind)
     Console().print(f"card written to {out}")
     return 0
 

@@ -15,12 +15,16 @@ SHIPPED = DATA_FILES["torch2cuda"]
 
 def test_a_verified_build_keeps_tasks_whose_implementations_all_pass(tmp_path):
     out = tmp_path / "torch2cuda.jsonl.gz"
+    card = tmp_path / "card.md"
     report = build(BuildConfig(kind="torch2cuda", families=("activation_chain", "softmax"), per_family=1, workers=1,
-                               out=out, card=None))  # fmt: skip
-    assert report["kept"] == 2 and report["candidates"] == 2 and not report["drops"]
+                               out=out, card=card))  # fmt: skip
+    assert report["kept"] == 2 and report["candidates"] == 2 and not report["drops"] and report["kind"] == "torch2cuda"
     stats = dataset_stats(load_records(out), load_splits(out))
     assert (stats["tasks"], stats["families"], stats["implementations"]) == (2, 2, 6)
     assert stats["min_configs_per_task"] >= 3 and stats["min_implementations_per_task"] >= 3
+    text = card.read_text()
+    assert text.startswith("# Dataset card: CudaPerf PyTorch-to-CUDA") and "C reference" not in text
+    assert "cudaperf dataset build --kind torch2cuda --per-family 1 --seed 0" in text
 
 
 def test_generated_ids_carry_the_kind_and_unknown_families_are_named():
