@@ -479,26 +479,44 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--retry-errors", action="store_true",
                         help="label again the tasks whose last record is an error (after the others)")
     parser.add_argument("--pin-above-mb", type=float, default=64, help="page-lock input sets larger than this")
+    parser.add_argument("--ray", metavar="ADDRESS", default=None,
+                        help="label on a Ray cluster, one actor per GPU (auto, ray://host:port; local: start one "
+                             "here); --devices is then ignored")
+    parser.add_argument("--chunk", type=int, default=16, help="tasks an actor labels per call (with --ray)")
     args = parser.parse_args(argv)
 
     started = time.time()
     done = read_stream([*args.done, args.out])
     tasks = tasks_to_label(load_label_tasks(args.source, args.path, args.kind), done, args.retry_errors)[: args.limit]
     options = LabelOptions(pin_above_bytes=int(args.pin_above_mb * (1 << 20)))
-    labeller = Labeller([int(d) for d in args.devices.split(",")], options)
     console = Console()
-    console.print(f"{len(tasks)} tasks to label ({len(done)} already labelled) on devices {args.devices}")
-    try:
+    where = f"the Ray cluster {args.ray}" if args.ray else f"devices {args.devices}"
+    console.print(f"{len(tasks)} tasks to label ({len(done)} already labelled) on {where}")
+    if args.ray:
+        from cudaperf_env.datagen.label_ray import label_tasks
+
         with Progress(console=console) as bar:
             job = bar.add_task("labelling", total=len(tasks))
-            records = labeller.run(tasks, Path(args.out), started + args.deadline_s,
-                                   progress=lambda r: bar.advance(job))  # fmt: skip
-    finally:
-        labeller.close()
+            records, failed = label_tasks(tasks, args.out, address=None if args.ray == "local" else args.ray,
+                                          options=options, chunk=args.chunk, deadline=started + args.deadline_s,
+                                          progress=lambda r: bar.advance(job))  # fmt: skip
+        if failed:
+            console.print(f"{len(failed)} tasks not labelled (their actor failed): run the same command again")
+        driver = next((str(r.get("driver", "")) for r in records), "")
+    else:
+        labeller = Labeller([int(d) for d in args.devices.split(",")], options)
+        try:
+            with Progress(console=console) as bar:
+                job = bar.add_task("labelling", total=len(tasks))
+                records = labeller.run(tasks, Path(args.out), started + args.deadline_s,
+                                       progress=lambda r: bar.advance(job))  # fmt: skip
+        finally:
+            labeller.close()
+        driver = labeller.driver
     everything = {**done, **{r["task"]: r for r in records}}
     if args.times_out:
         device: dict[str, Any] = next((r.get("device", {}) for r in records), {})
-        times = {"card": device.get("name"), "driver": labeller.driver, "date": datetime.date.today().isoformat(),
+        times = {"card": device.get("name"), "driver": driver, "date": datetime.date.today().isoformat(),
                  "tasks": perf_medians(everything.values())}  # fmt: skip
         Path(args.times_out).write_text(json.dumps(times, indent=1) + "\n")
     summaries = [perf_summary(r) for r in records if not r["error"]]

@@ -26,3 +26,19 @@ def test_gpu_pool_has_one_actor_per_gpu_and_times_on_it():
         pool.close()
     finally:
         ray.shutdown()
+
+
+def test_labelling_on_the_gpus_of_a_ray_cluster_writes_one_stream(tmp_path):
+    from cudaperf_env.datagen.label import load_label_tasks
+    from cudaperf_env.datagen.label_ray import label_tasks
+    from cudaperf_env.dataset.gpu_labels import read_stream
+
+    tasks = [t for t in load_label_tasks("starter") if t.id in ("c2cuda/saxpy_f32", "c2cuda/clamp_i32")]
+    ray.init(include_dashboard=False, log_to_driver=False)
+    try:
+        records, failed = label_tasks(tasks, tmp_path / "labels.jsonl", chunk=1, cache_root=str(tmp_path))
+    finally:
+        ray.shutdown()
+    assert not failed and sorted(r["task"] for r in records) == sorted(t.id for t in tasks)
+    assert all(not r["error"] and r["configs"] for r in records), [r["error"] for r in records]
+    assert set(read_stream([tmp_path / "labels.jsonl"])) == {t.id for t in tasks}
