@@ -293,10 +293,12 @@ def perturb_schedules(ctx: Context) -> Context | Evaluation:
         write_resources(ctx.workdir, ctx.result.kernels, ctx.options.arch, schedule=seed)
         runs = [rerun(ctx.task, job, ctx.workdir, ctx.worker, f"schedule-{k}")]
         outcome = judge(ctx.task, [job], runs, [want], _checked(ctx, [job], runs, [want]))[0]
-        if outcome.status == Status.WRONG_ANSWER:
+        # A crash under another order is order-dependence too (a timeout is not: one thread runs it then)
+        if outcome.status in (Status.WRONG_ANSWER, Status.RUNTIME_ERROR):
             ctx.seconds["schedules"] = time.perf_counter() - started
+            what = "crashed" if outcome.status == Status.RUNTIME_ERROR else "failed"
             message = (f"race: the result depends on the order blocks and threads run in (it passed in CUDA's "
-                       f"order, then {outcome.message} with blocks and threads started in another order); "
+                       f"order, then {what}: {outcome.message} with blocks and threads started in another order); "
                        "threads that share data need __syncthreads(), __syncwarp() or atomics")
             return ctx.finish(Status.WRONG_ANSWER, message)
     ctx.seconds["schedules"] = time.perf_counter() - started
