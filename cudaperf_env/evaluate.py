@@ -320,6 +320,10 @@ def check_races(ctx: Context) -> Context | Evaluation:
     if result is not None and result.crash_kind == "race":
         return ctx.finish(Status.WRONG_ANSWER, f"race: {result.message}; make the threads' accesses atomic or "
                                                "order them with __syncthreads() or __syncwarp()")  # fmt: skip
+    if result is not None and result.status == Status.RUNTIME_ERROR:  # passed with many threads, crashed with one
+        return ctx.finish(Status.WRONG_ANSWER, f"race: the run under the race detector (one thread, CUDA's order) "
+                                               f"crashed: {result.message}; it passed with several threads, so the "
+                                               "result depends on how threads interleave")  # fmt: skip
     return ctx
 
 

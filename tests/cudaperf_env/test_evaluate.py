@@ -68,3 +68,30 @@ def test_code_nvcc_refuses_leaves_no_race_check_build_behind():
     assert e.status == "compile_error" and "racecheck" not in e.seconds and "host_only" in e.compile_log, e.compile_log
     [race] = [built for name, built, _ in backend.events if name == "race_build" and built != "start"]
     assert race.library is None or not race.library.exists()  # cancelled, or built and then deleted
+
+
+@dataclass(frozen=True)
+class CheckOutcomes(CpuBackend):
+    """The CPU backend whose reruns under other schedules, or whose race-check run, end as given."""
+
+    rerun_result: object = None
+    race_result: object = None
+
+    def rerun(self, task, job, workdir, worker, tag):
+        return self.rerun_result or super().rerun(task, job, workdir, worker, tag)
+
+    def race_check(self, task, build, job, workdir, worker):
+        return self.race_result or super().race_check(task, build, job, workdir, worker)
+
+
+@pytest.mark.parametrize("where", ["rerun_result", "race_result"])
+def test_a_crash_under_another_order_or_under_the_race_detector_gets_no_credit(where):
+    from cudaperf_env.backends.base import CallResult
+    from cudaperf_env.status import Status
+
+    good = TASK.implementation("naive").source
+    crash = CallResult(Status.RUNTIME_ERROR, "illegal_address: a kernel read out of bounds", "illegal_address")
+    e = Evaluator(CheckOutcomes(timeout_s=5.0, **{where: crash})).evaluate(TASK, good, seed=3)
+    assert e.status == "wrong_answer" and e.message.startswith("race:") and "crashed" in e.message, e.message
+    slow = CallResult(Status.TIMEOUT, "timed out", "")  # one thread may be slower than many: not a verdict
+    assert Evaluator(CheckOutcomes(timeout_s=5.0, **{where: slow})).evaluate(TASK, good, seed=3).correct
