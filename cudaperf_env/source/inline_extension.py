@@ -115,14 +115,13 @@ def fold(node: ast.expr, constants: Mapping[str, Any]) -> Any:
         if type(left) is type(right) and isinstance(left, (str, list)):
             return left + right
     if isinstance(node, ast.JoinedStr):
-        parts = [v.value if isinstance(v, ast.Constant) else v for v in node.values]
-        if all(isinstance(p, str) for p in parts):
-            return "".join(parts)
-        return "".join(p if isinstance(p, str) else _formatted(p, constants) for p in parts)
+        return "".join(_formatted(v, constants) for v in node.values)
     raise NotConstant(f"`{ast.unparse(node)[:60]}` is not a constant")
 
 
-def _formatted(node: Any, constants: Mapping[str, Any]) -> str:
+def _formatted(node: ast.expr, constants: Mapping[str, Any]) -> str:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
     if isinstance(node, ast.FormattedValue) and node.conversion == -1 and node.format_spec is None:
         value = fold(node.value, constants)
         if isinstance(value, (str, int)):
@@ -162,10 +161,10 @@ def _extension(values: dict[str, Any], line: int, binding: str) -> tuple[InlineE
                       "cpp_sources), as identifiers")  # fmt: skip
     flags: dict[str, tuple[str, ...]] = {}
     for key in ("extra_cflags", "extra_cuda_cflags", "extra_ldflags", "extra_include_paths"):
-        given = _strings(values.get(key))
-        if given is None:
+        raw = _strings(values.get(key))
+        if raw is None:
             return None, f"{key} must be a list of strings"
-        given = tuple(f.strip() for f in given if f.strip())
+        given = tuple(f.strip() for f in raw if f.strip())
         if key in ("extra_ldflags", "extra_include_paths") and given:
             return None, (f"{key} is not allowed ({' '.join(given)[:80]}): the extension links torch and the CUDA "
                           "runtime only; write the computation as your own kernels")  # fmt: skip
