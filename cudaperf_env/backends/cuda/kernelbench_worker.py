@@ -26,6 +26,7 @@ import base64
 import hashlib
 import importlib.util
 import json
+import linecache
 import math
 import os
 import statistics
@@ -144,6 +145,8 @@ class Worker:
         self.modules = dict(request["modules"])
         setattr(cpp_extension, "load_inline", self.load_inline)  # noqa: B010 - replaced on purpose
         namespace: dict = {"__name__": "submission"}
+        source = request["source"]  # tracebacks quote the submission's lines
+        linecache.cache["submission.py"] = (len(source), None, source.splitlines(True), "submission.py")
         try:
             exec(compile(request["source"], "submission.py", "exec"), namespace)  # screened by the parent
         except Exception as exc:  # noqa: BLE001 - the submission's failure goes back as text
