@@ -70,6 +70,13 @@ FORBIDDEN_BUILTINS = frozenset({
     "locals", "vars", "dir", "input", "breakpoint", "help", "memoryview", "type", "object", "id", "hash", "exit",
     "quit",
 })  # fmt: skip
+# nn.Module's own methods, which the harness calls (state_dict, to, ...): a submission may not redefine them.
+MODULE_METHODS = frozenset({
+    "state_dict", "load_state_dict", "to", "cuda", "cpu", "float", "double", "half", "bfloat16", "type", "apply",
+    "train", "eval", "parameters", "named_parameters", "buffers", "named_buffers", "children", "named_children",
+    "modules", "named_modules", "register_buffer", "register_parameter", "register_module", "add_module",
+    "get_parameter", "get_buffer", "get_submodule", "zero_grad", "requires_grad_", "share_memory", "to_empty",
+})  # fmt: skip
 DO_INSTEAD = (
     "the work must be done by your own CUDA kernels, compiled with load_inline and called from forward "
     "through the extension (forward may also allocate with torch.empty/empty_like/zeros and take views)"
@@ -215,6 +222,9 @@ def _screen_class(cls: ast.ClassDef, scope: _Scope) -> None:
                         assert isinstance(target, ast.Attribute)
                         scope.self_extensions[target.attr] = scope.extensions[assign.value.id]
     for node in cls.body:
+        if isinstance(node, ast.FunctionDef) and node.name in MODULE_METHODS:
+            scope.refuse(node, "module_method", f"`{node.name}` redefines nn.Module's own method, which the harness "
+                                                "uses (loading parameters, moving the model): rename it")  # fmt: skip
         if isinstance(node, ast.FunctionDef):
             _Body(scope, init=node.name == "__init__", methods=methods).visit_function(node)
         elif not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):
@@ -343,6 +353,10 @@ class _Body(ast.NodeVisitor):
             if method not in self.methods:
                 self.refuse(node, "submodule_call", f"`self.{method}(...)` runs a submodule or a stored function "
                                                     f"(PyTorch compute); {DO_INSTEAD}")  # fmt: skip
+        elif _is_self_attribute(receiver) and any(method in e.functions for e in self.scope.extensions.values()):
+            held = ast.unparse(receiver)
+            self.refuse(node, "extension", f"`{held}` is not known to hold the extension: set it in __init__ as "
+                                           f"`{held} = <the name load_inline's result is bound to>`")  # fmt: skip
         elif _is_self_attribute(receiver) and method not in SAFE_METHODS:
             self.refuse(node, "submodule_call", f"`.{method}(...)` on `{ast.unparse(receiver)}`: {DO_INSTEAD}")
         elif method in COMPUTE_METHODS or (method.endswith("_") and method not in SAFE_METHODS):

@@ -144,6 +144,10 @@ HOSTILE = {
         "no `name = load_inline(...)`",
     ),
     "no_model": (HEAD, "no_model", "no `class ModelNew(nn.Module)`"),
+    "module_method": (model("return self.tanh.tanh_cuda(x)") + "\n    def state_dict(self):\n        return {}\n",
+                      "module_method", "`state_dict` redefines nn.Module's own method"),
+    "extension_elsewhere": (model("return self.other.tanh_cuda(x)", init="self.other = [tanh][0]"), "extension",
+                            "`self.other` is not known to hold the extension"),
     "syntax": ("class ModelNew(nn.Module:\n", "syntax", "Python syntax error"),
 }
 
