@@ -301,6 +301,8 @@ def over_eager(candidate_ms: Sequence[float], eager_ms: float, deadband: float) 
     """Median candidate time and the speedup eager / candidate; its lower bound takes the candidate's 95%
     bootstrap upper time (the reference's time, measured apart in the trusted process, is fixed) (pure)."""
     c = np.asarray(candidate_ms, float)
+    if c.size == 0:  # timing stopped before its first trial (a problem found in the checked round)
+        return SpeedupEstimate(math.nan, eager_ms, math.nan, math.nan, 0)
     med = float(np.median(c))
     if not (math.isfinite(eager_ms) and eager_ms > 0 and med > 0):
         return SpeedupEstimate(med, eager_ms, math.nan, math.nan, int(c.size))

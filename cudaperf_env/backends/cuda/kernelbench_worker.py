@@ -291,11 +291,15 @@ class Worker:
         self.timed = {"model": model, "work": work, "sets": sets, "flush": flush, "request": request}
         first: list = []
         early: list = []
+        problem = ""
         try:
             for k in range(len(sets)):  # the checked round: guarded, every set, outputs kept
                 ms, outputs = self.call(k, 1, guarded=True, earlier=tuple(o for out in first for o in out))
                 early.append(ms)
                 first.append([o.clone() for o in outputs] + outputs)
+                changed = [n for n, w, p in zip(request["inputs"], work, sets[k], strict=True) if not torch.equal(w, p)]
+                problem = problem or (f"modified the input `{changed[0]}` on a timing configuration, which must stay "
+                                      "unchanged" if changed else "")  # fmt: skip
         except (Refused, Failed) as exc:
             self.send(ok=True, status="refused" if isinstance(exc, Refused) else "error", message=str(exc))
             return
@@ -305,7 +309,7 @@ class Worker:
         n_out = len(request["outputs"])
         checked = [out[:n_out] for out in first]
         last, held = dict(enumerate(out[n_out:] for out in first)), [o for out in first for o in out[n_out:]]
-        times, problem, stop, trial = [], "", "", 0
+        times, stop, trial = [], "", 0
         uploaded = time.perf_counter()
         for _ in range(max(0, opts["warmup"] - 1)):
             early.append(self.call(0, 0)[0])

@@ -162,3 +162,18 @@ def test_a_forward_that_returns_a_cached_buffer_is_refused_while_timing(runner, 
                         "return self.saved", init="self.first = True")  # fmt: skip
     crash = time_submission(runner, source, small_tanh)
     assert crash.kind == "refused" and "shares memory with output of an earlier call" in crash.message
+
+
+def test_speedups_over_eager_are_pure_functions_of_the_samples():
+    from cudaperf_env.backends.cuda.kernelbench import over_eager, sampled_mismatch
+
+    estimate = over_eager([1.0, 1.1, 0.9, 1.0, 1.05], eager_ms=2.0, deadband=0.03)
+    assert estimate.candidate_ms == 1.0 and estimate.speedup == 2.0 and 1.7 < estimate.speedup_lcb <= 2.0
+    assert over_eager([1.0, 1.0, 1.0], eager_ms=1.02, deadband=0.03).speedup == 1.0  # within the deadband
+    assert math.isnan(over_eager([], eager_ms=1.0, deadband=0.03).speedup)
+    assert math.isnan(over_eager([1.0], eager_ms=math.nan, deadband=0.03).speedup)
+    want = [[[0.5] * 200]]
+    assert sampled_mismatch(TANH, [[[0.5] * 200]], want) == ""
+    assert sampled_mismatch(TANH, [[[0.5] * 198 + [9.0, 9.0]]], want) == ""  # 1% may stray (reordered sums)
+    assert "`y` on input set 1: 10 of 200 sampled elements" in sampled_mismatch(TANH, [[[0.5] * 190 + [9.0] * 10]],
+                                                                                 want)  # fmt: skip
