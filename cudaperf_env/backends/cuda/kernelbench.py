@@ -31,7 +31,14 @@ from typing import Any
 import numpy as np
 
 from cudaperf_env.backends.base import CallResult, Crash, Job, Worker
-from cudaperf_env.backends.cuda.timing import SpeedupEstimate, Timing, TimingOptions, wall_clock_inconsistent
+from cudaperf_env.backends.cuda.clocks import read_clocks
+from cudaperf_env.backends.cuda.timing import (
+    SpeedupEstimate,
+    Timing,
+    TimingOptions,
+    bandwidth_flag,
+    wall_clock_inconsistent,
+)
 from cudaperf_env.backends.cuda.torch_baselines import PERF_SEED, TorchBaselines, TorchTimes
 from cudaperf_env.backends.execute import io_dir
 from cudaperf_env.backends.generator import task_inputs
@@ -77,6 +84,7 @@ class KernelBenchRunner:
     baselines: TorchBaselines | None = None
     gpu_lock: AbstractContextManager[Any] = field(default_factory=nullcontext)
     probe: Callable[[Path], bool] | None = None
+    copy_gbps: float = field(default=math.nan, init=False)  # the card's copy bandwidth, measured once
 
     def build(self, extensions: Sequence[InlineExtension], cancel: threading.Event | None = None) -> ExtensionBuild:
         """Build (or find in the cache) every extension the screen read."""
@@ -152,7 +160,10 @@ class KernelBenchRunner:
             eager.append(times)
             mismatch = mismatch or self._sampled_check(task, index, config, opts, workdir, worker)
             estimates.append(over_eager([float(t) for t in reply["times"]], times.eager_ms, opts.deadband))
+            flags += self._roofline(task, config, estimates[-1].candidate_ms, worker)
         device = {k: v for k, v in worker.early_replies[0].items() if k != "ok"} if worker.early_replies else {}
+        if self.device.startswith("cuda"):
+            device.update(read_clocks(torch_device_index(self.device)))  # right after the timed calls
         return replace(combine(estimates, eager, flags, mismatch, phases, self.timing.deadband), device=device)
 
     def _reference_times(self, task: Task, index: int, config: Config, opts: TimingOptions,
@@ -176,6 +187,20 @@ class KernelBenchRunner:
         with self.gpu_lock:
             want = self.baselines.samples(task, index, config, opts, workdir, indices)
         return "" if want is None else sampled_mismatch(task, reply["values"], want)  # None: the reference failed
+
+    def _roofline(self, task: Task, config: Config, candidate_ms: float, worker: WorkerProcess) -> list[str]:
+        """A call that moved its buffers faster than the card copies memory was not timed whole (GPU only)."""
+        if not self.device.startswith("cuda") or not math.isfinite(candidate_ms):
+            return []
+        if not math.isfinite(self.copy_gbps):
+            reply = worker.request({"op": "bandwidth", "bytes": 1 << 30}, self.timeout_s)
+            if isinstance(reply, Crash) or not isinstance(reply.get("copy_gbps"), (int, float)):
+                return []
+            self.copy_gbps = float(reply["copy_gbps"])
+        moved = sum(a.dtype.itemsize * math.prod(int(evaluate(d, config)) for d in a.shape)
+                    for a in task.args if a.is_buffer)  # fmt: skip
+        too_fast = bandwidth_flag(moved, candidate_ms, self.copy_gbps)
+        return ["faster than the memory bandwidth allows"] if too_fast else []
 
     def _wall_check(self, worker: WorkerProcess) -> list[str]:
         """Back-to-back calls timed by the parent's own clock must explain the events (side streams, threads)."""
@@ -333,6 +358,11 @@ def combine(estimates: Sequence[SpeedupEstimate], reference: Sequence[TorchTimes
                   compile_ms=compiled, compile_error=next((t.compile_error for t in reference if t.compile_error), ""),
                   eager_error=next((t.error for t in reference if t.error), ""),
                   speedup_vs_compile=vs_compile)  # fmt: skip
+
+
+def torch_device_index(device: str) -> int:
+    """``cuda:1`` -> 1, ``cuda`` -> 0 (pure)."""
+    return int(device.partition(":")[2] or 0)
 
 
 def timing_configs(task: Task) -> tuple[Config, ...]:

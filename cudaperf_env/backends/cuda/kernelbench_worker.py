@@ -11,6 +11,7 @@ on stdin, replies frames on REPLY_FD (``sandbox.frame``)::
     {"op": "time", ... as run, "sets": K, "timing": {...}}  -> {"times", "early", "mismatches", "problem", ...}
     {"op": "sample", "indices": [[INDEX...] per output]}    -> the last timed outputs' values there, per set
     {"op": "wall_check", "calls": N}                        -> event times of N back-to-back calls
+    {"op": "bandwidth", "bytes": N}                         -> the device's copy bandwidth (GB/s)
 
 The submission's ``load_inline`` is replaced by a loader of the parent's builds, matched by a digest
 of its arguments (``source/inline_extension.py``'s ``extension_key``, restated here), so nothing is
@@ -135,7 +136,8 @@ class Worker:
             torch.zeros(1, device=self.device)  # the context, made while the parent builds
             props = torch.cuda.get_device_properties(self.device)
             facts.update(name=props.name, cc=props.major * 10 + props.minor, sms=props.multi_processor_count,
-                         l2_bytes=getattr(props, "L2_cache_size", 0), cuda=torch.version.cuda)  # fmt: skip
+                         l2_bytes=getattr(props, "L2_cache_size", 0), cuda=torch.version.cuda,
+                         driver=getattr(torch._C, "_cuda_getDriverVersion", lambda: 0)())  # fmt: skip
         self.send(ok=True, **facts)
 
     def load(self, request: dict) -> None:
@@ -389,6 +391,21 @@ class Worker:
                            .tolist() for out, idx in zip(outputs, request["indices"], strict=True)])  # fmt: skip
         self.send(ok=True, values=values)
 
+    def bandwidth(self, request: dict) -> None:
+        """Device-to-device copy bandwidth (GB/s, read plus write; the best of ``reps`` copies after one)."""
+        torch, size = self.torch, int(request["bytes"])
+        a = torch.empty(size, dtype=torch.uint8, device=self.device)
+        b = torch.empty_like(a)
+        best = float("inf")
+        for r in range(int(request.get("reps", 5)) + 1):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            b.copy_(a)
+            end.record()
+            end.synchronize()
+            best = min(best, start.elapsed_time(end)) if r else best  # the first copy warms up
+        self.send(ok=True, copy_gbps=2.0 * size / (best * 1e-3) / 1e9)
+
     def wall_check(self, request: dict) -> None:
         """``calls`` back-to-back timed calls on set 0, for the parent's own clock."""
         events = [self.call(0, 0)[0] for _ in range(request["calls"])]
@@ -422,7 +439,7 @@ def _rse(samples: list) -> float:
 def main(reply_fd: int) -> None:
     worker = Worker(reply_fd)
     handlers = {"init": worker.init, "load": worker.load, "run": worker.run, "time": worker.time,
-                "sample": worker.sample, "wall_check": worker.wall_check}  # fmt: skip
+                "sample": worker.sample, "wall_check": worker.wall_check, "bandwidth": worker.bandwidth}  # fmt: skip
     for line in sys.stdin:
         request = json.loads(line)
         try:
