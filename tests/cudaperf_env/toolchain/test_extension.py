@@ -1,5 +1,7 @@
 """Torch extension builds of KernelBench-mode submissions: confined, cached, errors trimmed to the diagnostics."""
 
+import secrets
+
 import pytest
 
 from cudaperf_env.source.inline_extension import InlineExtension
@@ -52,4 +54,14 @@ def test_a_failing_build_is_reported_with_the_compiler_error_and_not_kept():
     assert not built.ok and not built.timed_out
     assert "'undefined_name' was not declared in this scope" in built.log, built.log
     assert "-isystem" not in built.log
+    assert not build_folder(ext, None).exists()
+
+
+def test_a_build_past_its_time_limit_is_killed_and_not_kept():
+    pytest.importorskip("torch")
+    ext = InlineExtension("slow", (f"// {secrets.token_hex(8)}\ntorch::Tensor f(torch::Tensor x) {{ return x; }}",),
+                          (), ("f",))  # fmt: skip
+    built = build_extensions([ext], None, timeout_s=1.0)
+    assert not built.ok and built.timed_out
+    assert built.log.startswith("the build of extension 'slow' ran past its 1 s limit (killed)")
     assert not build_folder(ext, None).exists()
