@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 from cudaperf_env.errors import ToolchainError
@@ -89,9 +89,21 @@ def build_folder(ext: InlineExtension, arch: str | None) -> Path:
     return cache_dir("torch_extensions") / key
 
 
+@cache
+def _build_lock(folder: str) -> threading.Lock:
+    """One build of a folder at a time in this process (a GRPO group often holds the same reply several times)."""
+    return threading.Lock()
+
+
 def _build_one(ext: InlineExtension, arch: str | None, timeout_s: float,
                cancel: threading.Event | None) -> ExtensionBuild:  # fmt: skip
     folder = build_folder(ext, arch)
+    with _build_lock(folder.name):
+        return _build_in(ext, arch, folder, timeout_s, cancel)
+
+
+def _build_in(ext: InlineExtension, arch: str | None, folder: Path, timeout_s: float,
+              cancel: threading.Event | None) -> ExtensionBuild:  # fmt: skip
     module = folder / f"{ext.name}.so"
     if (folder / MARKER).is_file() and module.is_file():
         touch(folder / MARKER)
@@ -194,13 +206,11 @@ def cuda_home() -> Path | None:
     if not runtime:
         return None
     home = cache_dir("torch_extensions", "cuda-home-" + digest(str(root))[:16])
-    for name in ("bin", "include", "nvvm"):
-        if (root / name).exists() and not (home / name).is_symlink():
-            (home / name).symlink_to(root / name)
     lib64 = home / "lib64"
     lib64.mkdir(exist_ok=True)
-    links = {item.name: item for item in (root / "lib").iterdir()} | {"libcudart.so": runtime[0]}
-    for name, target in links.items():
-        if not (lib64 / name).is_symlink():
-            (lib64 / name).symlink_to(target)
+    links = {home / n: root / n for n in ("bin", "include", "nvvm") if (root / n).exists()}
+    links |= {lib64 / item.name: item for item in (root / "lib").iterdir()} | {lib64 / "libcudart.so": runtime[0]}
+    for link, target in links.items():
+        with contextlib.suppress(FileExistsError):  # another process made it first
+            link.symlink_to(target)
     return home
