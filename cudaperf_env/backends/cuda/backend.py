@@ -200,9 +200,9 @@ class CudaBackend:
     def kernelbench(self) -> KernelBenchRunner:
         """The KernelBench-mode runner on this card: its lock, timing options, PyTorch baselines (made once)."""
         if self._kernelbench is None:
-            runner = KernelBenchRunner(f"cuda:{self.device}", self.arch, self.timeout_s,
-                                       max(300.0, self.build_timeout_s), self.timing, baselines=self.pytorch,
-                                       gpu_lock=self.gpu_lock, probe=self.probe)  # fmt: skip
+            runner = KernelBenchRunner(f"cuda:{self.device}", None, self.timeout_s, max(300.0, self.build_timeout_s),
+                                       self.timing, baselines=self.pytorch, gpu_lock=self.gpu_lock, probe=self.probe,
+                                       resolve_arch=detect_arch)  # fmt: skip
             object.__setattr__(self, "_kernelbench", runner)
         assert self._kernelbench is not None
         return self._kernelbench

@@ -64,7 +64,8 @@ class KernelBenchRunner:
 
     Attributes:
         device: The torch device of the worker.
-        arch: GPU architecture the extensions are built for (None: C++ sources only).
+        arch: GPU architecture the extensions are built for (None: ``resolve_arch()``, else C++ sources only).
+        resolve_arch: Finds the architecture on first use (the backend's ``detect_arch``).
         timeout_s: Limit of one forward (and of loading the submission, plus a minute for torch's import).
         build_timeout_s: Limit of one extension's build.
         timing: How the forward is timed (the GPU backend's options).
@@ -84,10 +85,13 @@ class KernelBenchRunner:
     baselines: TorchBaselines | None = None
     gpu_lock: AbstractContextManager[Any] = field(default_factory=nullcontext)
     probe: Callable[[Path], bool] | None = None
+    resolve_arch: Callable[[], str] | None = None
     copy_gbps: float = field(default=math.nan, init=False)  # the card's copy bandwidth, measured once
 
     def build(self, extensions: Sequence[InlineExtension], cancel: threading.Event | None = None) -> ExtensionBuild:
         """Build (or find in the cache) every extension the screen read."""
+        if self.arch is None and self.resolve_arch is not None:
+            self.arch = self.resolve_arch()
         return build_extensions(extensions, self.arch, self.build_timeout_s, cancel)
 
     def start_worker(self, workdir: Path) -> WorkerProcess:
