@@ -50,6 +50,8 @@ def _parser() -> argparse.ArgumentParser:
     p = tasks.add_parser("show", help="show one task's prompt and implementations")
     p.add_argument("id", help="task id (starter or dataset) or task file")
     p.add_argument("--task-dir")
+    p.add_argument("--mode", default="native", choices=["native", "kernelbench"],
+                   help="the prompt of this submission mode (kernelbench: torch2cuda tasks)")
     p.set_defaults(run=_tasks_show)
     p = tasks.add_parser("new", help="scaffold a task file from a C function (review the '# check:' lines)")
     p.add_argument("name", help="task name: lowercase letters, digits and '_' (the id becomes c2cuda/NAME)")
@@ -72,8 +74,11 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("eval", help="evaluate a submission on a task")
     p.add_argument("--task", required=True, help="task id (starter or dataset) or path of a task file")
     p.add_argument("--submission", required=True,
-                   help="CUDA source file (.cu: compiled as is) or an agent reply (the last ```cuda block)")
+                   help="CUDA source file (.cu: compiled as is) or an agent reply (the last ```cuda block); "
+                        "with --mode kernelbench a .py defining ModelNew or a reply with a ```python block")
     p.add_argument("--backend", default="auto", choices=["cpu", "cuda", "auto"])
+    p.add_argument("--mode", default="native", choices=["native", "kernelbench"],
+                   help="submission mode: native CUDA C++, or KernelBench's Python ModelNew (GPU only)")
     p.add_argument("--task-dir")
     p.add_argument("--seed", type=int, default=0, help="seed of the input values")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -113,7 +118,7 @@ def _tasks_show(args: argparse.Namespace) -> None:
     from cudaperf_env.prompt import task_prompt
 
     task = find_task(args.id, args.task_dir)
-    print(task_prompt(task))
+    print(task_prompt(task, args.mode))
     if task.implementations:
         print(f"\nImplementations (baseline: {task.baseline or 'none'}):")
         for impl in task.implementations:
@@ -174,19 +179,28 @@ def _tasks_check(args: argparse.Namespace) -> int:
     return 0 if all(r.ok for r in results) else 1
 
 
-def _eval(args: argparse.Namespace) -> None:
+def _eval(args: argparse.Namespace) -> int:
     from cudaperf_env.dataset import find_task
+    from cudaperf_env.evaluate import EvalOptions
+    from cudaperf_env.kinds import check_mode
     from cudaperf_env.turn import Grader
 
     task = find_task(args.task, args.task_dir)
     action = _as_reply(Path(args.submission))
-    turn = Grader.on(args.backend).grade(task, action, seed=args.seed)
+    try:
+        check_mode(args.mode, task.kind)
+        grader = Grader.on(args.backend, EvalOptions(mode=args.mode))
+    except ValueError as exc:  # a mode this task or backend does not take: a usage error
+        Console(stderr=True).print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+        return 2
+    turn = grader.grade(task, action, seed=args.seed)
     if args.json:
         print(json.dumps(turn.as_json(), indent=2))
-        return
+        return 0
     print(turn.feedback)
     terms = "  ".join(f"{k} {v:+.3f}" for k, v in turn.reward.terms.items())
     print(f"\nreward {turn.reward.total:+.3f}  {terms}")
+    return 0
 
 
 def _as_reply(path: Path) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ from gymnasium import spaces
 from cudaperf_env.backends.base import Backend
 from cudaperf_env.dataset import data_file, load_dataset
 from cudaperf_env.errors import TaskNotFoundError
+from cudaperf_env.kinds import check_mode
 from cudaperf_env.prompt import task_prompt, turn_prompt
 from cudaperf_env.tasks import Task, load_tasks
 from cudaperf_env.text import charset, sanitize, truncate
@@ -70,6 +72,10 @@ class CudaPerfEnv(gym.Env[str, str]):
     - ``target_speedup``: speedup that ends the episode when measured (ignored where
       nothing is timed: there a correct submission ends it).
     - ``stop_on_correct``: see Episode End (None: decided by the backend).
+    - ``mode``: ``native`` (CUDA C++ defining the task's ``extern "C"`` entry) or, for ``torch2cuda``,
+      ``kernelbench``: Python defining ``ModelNew`` that compiles its kernels with ``load_inline``,
+      run in a confined torch worker on a GPU (``docs/torch2cuda.md``). ``backend="cpu"`` cannot run it
+      (a ``ValueError`` here); ``auto`` without a GPU answers each reply with a status saying so.
     - ``max_action_chars``: longest accepted reply.
     - ``render_mode``: ``None`` or ``"ansi"``.
 
@@ -77,6 +83,8 @@ class CudaPerfEnv(gym.Env[str, str]):
     (vector-env autoresets included) keep it; ``options={"task_id": None}`` unpins.
 
     ## Version History
+    - ``CudaPerf-Torch2CUDA-v0`` with ``mode="kernelbench"``: the KernelBench-compatible submission form
+      (same tasks, reward and episode rules; GPU only).
     - v1: runs to ``max_turns`` where timing exists (refining a correct kernel for speed);
       potential-based multi-turn reward; structure and ranker credited to correct code only.
     - v0: ends at the first correct submission (``stop_on_correct=True``); same reward as v1
@@ -99,14 +107,17 @@ class CudaPerfEnv(gym.Env[str, str]):
         max_action_chars: int = 65536,
         eval_options: EvalOptions | None = None,
         render_mode: str | None = None,
+        mode: str = "native",
     ) -> None:
         if max_turns < 1:
             raise ValueError(f"max_turns must be >= 1, got {max_turns}")
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        check_mode(mode, kind)
+        self.mode = mode
         self.tasks: dict[str, Task] = _select(task_dir, kind, task_ids, split)
         self._task_order = sorted(self.tasks)
-        options = eval_options or EvalOptions(max_code_chars=max_action_chars)
+        options = replace(eval_options or EvalOptions(max_code_chars=max_action_chars), mode=mode)
         self.grader = Grader.on(backend, options, reward)
         self.max_turns = max_turns
         self.target_speedup = target_speedup
@@ -139,7 +150,7 @@ class CudaPerfEnv(gym.Env[str, str]):
         self.turn = 0
         self.last_turn = None
         self._episode_seed = int(self.np_random.integers(2**31 - 1))
-        self._last_text = self._observation(task_prompt(self.task))
+        self._last_text = self._observation(task_prompt(self.task, self.mode))
         return self._last_text, {"task_id": chosen, "turn": 0, "backend": self.grader.backend_name}
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
@@ -153,7 +164,8 @@ class CudaPerfEnv(gym.Env[str, str]):
         self.last_turn = turn
         terminated = self._ends(turn)
         truncated = not terminated and self.turn >= self.max_turns
-        self._last_text = self._observation(turn_prompt(self.task, turn.feedback, self.turn, self.max_turns))
+        self._last_text = self._observation(turn_prompt(self.task, turn.feedback, self.turn, self.max_turns,
+                                                        self.mode))  # fmt: skip
         return self._last_text, float(turn.reward.total), terminated, truncated, turn.info()
 
     def _ends(self, turn: Turn) -> bool:

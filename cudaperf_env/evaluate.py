@@ -33,9 +33,10 @@ from cudaperf_env.backends.generator import task_inputs
 from cudaperf_env.backends.launch_limits import write_resources
 from cudaperf_env.backends.reference import ReferenceOutputs
 from cudaperf_env.judge import ConfigOutcome, judge
-from cudaperf_env.kinds import kind_of
+from cudaperf_env.kinds import MODES, kind_of
 from cudaperf_env.ranker import Ranker, load_ranker
 from cudaperf_env.source import extract_code, screen
+from cudaperf_env.source.inline_extension import InlineExtension
 from cudaperf_env.source.screen import Finding
 from cudaperf_env.status import Status
 from cudaperf_env.tasks.schema import Task, TimingLabel
@@ -80,6 +81,7 @@ class Evaluation:
     device: Mapping[str, object] = field(default_factory=dict)
     structure: StructuralReport | None = None
     seconds: Mapping[str, float] = field(default_factory=dict)
+    mode: str = "native"
 
     @property
     def credited_speedup(self) -> float:
@@ -101,6 +103,8 @@ class EvalOptions:
             order is a race (``docs/cpu-backend.md``, fidelity). 0 turns them off.
         racecheck: One more run of the smallest configuration under the shadow-memory race detector, on
             backends that have one (``cpu``).
+        mode: ``native`` (CUDA C++ defining the task's entry) or ``kernelbench`` (Python defining ``ModelNew``
+            with load_inline, torch2cuda tasks on a GPU backend; ``evaluate_kernelbench.py``).
     """
 
     arch: str = DEFAULT_ARCH
@@ -109,8 +113,11 @@ class EvalOptions:
     run_hidden: bool = True
     schedules: int = 2
     racecheck: bool = True
+    mode: str = "native"
 
     def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
         if self.max_code_chars <= 0 or self.compile_timeout_s <= 0:
             raise ValueError("max_code_chars and compile_timeout_s must be positive")
         if self.schedules < 0:
@@ -142,6 +149,7 @@ class Context:
     build: Build | None = None
     outcomes: list[ConfigOutcome] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
+    extensions: tuple[InlineExtension, ...] = ()  # KernelBench mode: the load_inline calls the screen read
 
     def update(self, **changes: Any) -> Context:
         """Record what a stage learned; returns the context (a stage's "go on")."""
@@ -351,7 +359,7 @@ def time_against_baseline(ctx: Context) -> Context | Evaluation:
         status = Status.TIMEOUT if timing.kind == "timeout" else Status.RUNTIME_ERROR
         return ctx.finish(status, f"while timing: {timing.message}")
     ctx.seconds.update({f"timing.{phase}": s for phase, s in timing.phases.items()})
-    ctx.update(**_timing_fields(timing))
+    ctx.update(**timing_fields(timing))
     return ctx.finish(Status.WRONG_ANSWER, timing.mismatch) if timing.mismatch else ctx
 
 
@@ -388,16 +396,21 @@ class Evaluator:
         backend: Where submissions run (``CpuBackend()``, ...).
         options: Pipeline limits.
         reference: Expected-output cache (shared between evaluators if given).
-        stages: The pipeline (default :data:`STAGES`).
+        stages: The pipeline (default: :data:`STAGES`, or in KernelBench mode
+            ``evaluate_kernelbench.KERNELBENCH_STAGES``).
     """
 
     def __init__(self, backend: Backend, options: EvalOptions | None = None,
-                 reference: ReferenceOutputs | None = None, stages: Sequence[Stage] = STAGES) -> None:  # fmt: skip
+                 reference: ReferenceOutputs | None = None, stages: Sequence[Stage] | None = None) -> None:  # fmt: skip
         tools.check_toolkit(tools.nvcc())  # a mismatched install fails here, clearly, not in every step
         self.backend = backend
         self.options = options or EvalOptions()
         self.reference = reference or ReferenceOutputs()
-        self.stages = tuple(stages)
+        if stages is None and self.options.mode == "kernelbench":
+            from cudaperf_env.evaluate_kernelbench import KERNELBENCH_STAGES  # its stages build on this module
+
+            stages = KERNELBENCH_STAGES
+        self.stages = tuple(STAGES if stages is None else stages)
 
     @property
     def measures_time(self) -> bool:
@@ -435,7 +448,8 @@ class Evaluator:
         workdir = scratch_dir()
         pool = ThreadPoolExecutor(max_workers=4)  # nvcc check, build, race-check build, expected outputs
         ctx = Context(task, action, seed, self.backend, self.options, self.reference, workdir, pool,
-                      Evaluation(Status.OK, "", self.backend.name, arch=self.options.arch))  # fmt: skip
+                      Evaluation(Status.OK, "", self.backend.name, arch=self.options.arch,
+                                 mode=self.options.mode))  # fmt: skip
         try:
             for stage in self.stages:
                 step = stage(ctx)
@@ -474,7 +488,7 @@ def speedup_over(reference_ms: Sequence[float], candidate_ms: Sequence[float]) -
     return float(np.exp(np.mean(np.log(ratios)))) if ratios else math.nan
 
 
-def _timing_fields(timing: TimingResult) -> dict[str, Any]:
+def timing_fields(timing: TimingResult) -> dict[str, Any]:
     e = timing.estimate
     candidate_ms = [c.candidate_ms for c in timing.per_config]
     return {

@@ -18,13 +18,10 @@ def feedback(task: Task, evaluation: Evaluation) -> str:
     """A concise, actionable report of what happened to the submission."""
     e = evaluation
     if e.status == Status.FORMAT_ERROR:
-        body = (
-            f"Format error: {e.message}.\nReply with the complete CUDA source in one ```cuda fenced block "
-            f'that defines extern "C" {task.signature}.'
-        )
+        body = f"Format error: {e.message}.\n{kind_of(task, e.mode).answer_format(task)}"
     elif e.status == Status.REJECTED:
-        lines = "\n".join(f"  {_at(f.line)}{f.message}" for f in e.findings[:10])
-        body = f"Rejected before compiling:\n{lines}"
+        lines = "\n".join(f"  {_at(f.line)}{f.message}" for f in e.findings[:10]) or f"  {e.message}"
+        body = f"Rejected {'at run time' if e.compiled else 'before compiling'}:\n{lines}"
     elif e.status == Status.COMPILE_ERROR:
         body = f"Compilation failed: {e.message}.\n{truncate(e.compile_log, 4000, MAX_LOG_LINES)}"
     elif e.status == Status.OK:

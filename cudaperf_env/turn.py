@@ -126,8 +126,19 @@ class Grader:
     def on(
         cls, backend: str | Backend = "auto", options: EvalOptions | None = None, reward: RewardConfig | None = None
     ) -> Grader:
-        """A grader on ``backend`` (``cpu``, ``cuda``, ``auto`` or a backend object)."""
+        """A grader on ``backend`` (``cpu``, ``cuda``, ``auto`` or a backend object).
+
+        Raises:
+            ValueError: ``options.mode`` is ``kernelbench`` and the backend asked for cannot run it (``cpu``, or a
+                backend object without the ``kernelbench`` capability). ``auto`` on a machine without a GPU is
+                accepted: each reply then gets a status saying the mode needs a GPU.
+        """
         chosen = make_backend(backend) if isinstance(backend, str) else backend
+        if options is not None and options.mode == "kernelbench" and backend != "auto" and \
+                chosen.capabilities.kernelbench is None:  # fmt: skip
+            raise ValueError(f"mode='kernelbench' runs ModelNew's CUDA extensions on a GPU; the {chosen.name} backend "
+                             "cannot: pass backend='cuda' (or 'auto') on a machine with an NVIDIA GPU, or use "
+                             "mode='native'")  # fmt: skip
         return cls(Evaluator(chosen, options), reward or RewardConfig())
 
     @property

@@ -15,9 +15,11 @@ from typing import Protocol
 
 import numpy as np
 
+from cudaperf_env.source.inline_extension import InlineExtension
 from cudaperf_env.source.screen import Finding
 from cudaperf_env.status import Status
 from cudaperf_env.tasks.schema import Config, Task
+from cudaperf_env.toolchain.extension import ExtensionBuild
 
 
 @dataclass(frozen=True)
@@ -152,6 +154,35 @@ class Sanitizer(Protocol):
         ...
 
 
+class ModelRunner(Protocol):
+    """Capability: runs KernelBench-mode submissions, Python defining ``ModelNew`` (``backends/cuda/kernelbench.py``).
+
+    The evaluator calls :meth:`build`, :meth:`start_worker`, :meth:`load`, :meth:`run`, then (where the
+    backend times) :meth:`time`; the worker holds the submission's module between calls.
+    """
+
+    def build(self, extensions: Sequence[InlineExtension], cancel: threading.Event | None = None) -> ExtensionBuild:
+        """Build (or find cached) the extensions the screen read from the submission."""
+        ...
+
+    def start_worker(self, workdir: Path) -> Worker:
+        """Start the confined torch worker (it makes its device context while the build runs)."""
+        ...
+
+    def load(self, source: str, build: ExtensionBuild, worker: Worker) -> str:
+        """Run the submission's module in the worker; "" once ``ModelNew`` is ready, else why not."""
+        ...
+
+    def run(self, task: Task, jobs: Sequence[Job], workdir: Path, worker: Worker) -> list[CallResult]:
+        """One forward per job, every buffer back (``rejected`` for a run-time rule broken); stop at a failure."""
+        ...
+
+    def time(self, task: Task, workdir: Path, worker: Worker) -> TimingResult | Crash:
+        """The timing verdict on the correct ``ModelNew``, or the crash that ended it (kind ``refused``: a rule
+        broken)."""
+        ...
+
+
 @dataclass(frozen=True)
 class Capabilities:
     """What a backend can do beyond building and running.
@@ -159,10 +190,12 @@ class Capabilities:
     Attributes:
         timer: Times submissions (None: speed is not measured, as on the CPU backend).
         sanitizer: Runs sanitizers on correct submissions (None: not available or not enabled).
+        kernelbench: Runs KernelBench-mode submissions (None: native mode only; the mode needs a GPU).
     """
 
     timer: Timer | None = None
     sanitizer: Sanitizer | None = None
+    kernelbench: ModelRunner | None = None
 
 
 class Backend(Protocol):

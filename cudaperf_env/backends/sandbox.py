@@ -81,6 +81,8 @@ class WorkerProcess:
         wrapper: A command the worker runs under (e.g. compute-sanitizer).
         confinement: Kernel confinement (default: on, see ``toolchain/confine.py``).
         visible: Further read-only paths the worker needs (libraries outside ``workdir``).
+        site_packages: Start the interpreter with its site packages (``-I`` without ``-S``), for a worker
+            that imports installed packages (the KernelBench-mode worker imports torch).
     """
 
     def __init__(
@@ -91,6 +93,7 @@ class WorkerProcess:
         wrapper: Sequence[str] = (),
         confinement: Confinement | None = None,
         visible: Sequence[Path] = (),
+        site_packages: bool = False,
     ) -> None:
         self.workdir = workdir
         self._unanswered = 0
@@ -100,9 +103,10 @@ class WorkerProcess:
         self._stdout = _open_own(workdir / "worker.stdout")
         self._stderr = _open_own(workdir / "worker.stderr")
         read_fd, write_fd = os.pipe()
-        command = [*wrapper, sys.executable, "-I", "-S", str(script), str(write_fd)]  # wrapper: e.g. compute-sanitizer
+        flags = ["-I"] if site_packages else ["-I", "-S"]
+        command = [*wrapper, sys.executable, *flags, str(script), str(write_fd)]  # wrapper: e.g. compute-sanitizer
         confined = (confinement or Confinement(limits=WORKER_LIMITS)).wrap(
-            command, cwd=workdir, ro=[script, *visible], python_script=not wrapper
+            command, cwd=workdir, ro=[script, *visible], python_script=not wrapper and not site_packages
         )
         self.uid = confined.uid  # the worker's own user (None: the caller's)
         self.confinement = confined.mode

@@ -20,6 +20,9 @@ submissions: warmup, then rounds in ABBA order over the rotated input sets, each
 call after an L2 flush, between CUDA events with a device-wide synchronize before
 the end event, until the trial limits, the budget or the target error stop it.
 The answer carries the event times (``{"ok": true, "times": {"eager": [...], ...}}``).
+``"op": "sample"`` runs the eager model on every input set and answers its outputs' values at the
+given flat indices (``{"values": [[[...] per output] per set]}``): the KernelBench-mode check of the
+candidate's timed outputs (``cuda/kernelbench.py``).
 
 It never sees a submission: the submission runs in the worker, this process only
 computes expected outputs and baseline times from the task's own reference.
@@ -99,7 +102,7 @@ def serve() -> None:
                 request = json.load(f)
             namespace = _module(request["source"], cache)
             op = request.get("op", "expected")
-            if op in ("compile", "time"):
+            if op in ("compile", "time", "sample"):
                 answer: dict[str, Any] = _baseline(torch, namespace, request, models)
             else:
                 with np.load(request["arrays"]) as arrays:
@@ -150,6 +153,13 @@ def _baseline(torch: Any, namespace: dict[str, Any], request: dict[str, Any], mo
                     raise ValueError("torch.compile's output differs from eager's")
             entry["compiled"] = compiled
             return {"ok": True, "compile_s": time.perf_counter() - started}
+        if request["op"] == "sample":  # eager's outputs on every set at the given flat indices
+            values = []
+            for inputs in sets:
+                outputs = _tensors(entry["eager"](*inputs))
+                values.append([out.detach().reshape(-1)[torch.tensor(idx, device=device)].double().cpu().tolist()
+                               for out, idx in zip(outputs, request["indices"], strict=True)])  # fmt: skip
+            return {"ok": True, "values": values}
         fns = {"eager": entry["eager"]}
         if request.get("compiled") and "compiled" in entry:
             fns["compiled"] = entry["compiled"]

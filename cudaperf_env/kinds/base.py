@@ -38,6 +38,10 @@ class Kind(Protocol):
         """The short task reminder that follows each turn's feedback."""
         ...
 
+    def answer_format(self, task: Task) -> str:
+        """What a reply must hold, for the feedback on a reply without usable code."""
+        ...
+
     def harness(self, task: Task, code: str) -> str:
         """The translation unit nvcc checks: the submission plus the harness's declaration and shim."""
         ...
@@ -67,6 +71,11 @@ def submission_rules(task: Task, forbidden: str) -> str:
 - Handle any size, not only the ones listed.
 
 Answer with the complete source in one ```cuda fenced block."""
+
+
+def native_answer_format(task: Task) -> str:
+    """A native reply's form: CUDA C++ in a ```cuda block defining the entry."""
+    return f'Reply with the complete CUDA source in one ```cuda fenced block that defines extern "C" {task.signature}.'
 
 
 def reminder_text(task: Task, what: str = "") -> str:

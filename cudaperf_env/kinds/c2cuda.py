@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cudaperf_env.backends.harness import wrap
-from cudaperf_env.kinds.base import RoleWords, reminder_text, submission_rules
+from cudaperf_env.kinds.base import RoleWords, native_answer_format, reminder_text, submission_rules
 from cudaperf_env.tasks.schema import Arg, Task
 
 ROLES = RoleWords()
@@ -45,6 +45,9 @@ It is tested on these configurations (and on others not shown):
 
     def reminder(self, task: Task) -> str:
         return reminder_text(task)
+
+    def answer_format(self, task: Task) -> str:
+        return native_answer_format(task)
 
     def harness(self, task: Task, code: str) -> str:
         return wrap(task, code, "cuda")

@@ -1,6 +1,6 @@
 """Reading agent actions as C++/CUDA source: extraction, tokens, structure and the static screen."""
 
-from cudaperf_env.source.extract import Extraction, extract_code
+from cudaperf_env.source.extract import Extraction, extract_code, extract_python
 from cudaperf_env.source.launches import Launch, LaunchError, find_launches
 from cudaperf_env.source.screen import Finding, screen
 from cudaperf_env.source.sync import reaching_sync
@@ -18,6 +18,7 @@ __all__ = [
     "Unit",
     "code_tokens",
     "extract_code",
+    "extract_python",
     "find_launches",
     "match_brackets",
     "parse",

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 CODE_LANGUAGES = frozenset({"", "cuda", "cu", "cuh", "cpp", "c++", "cxx", "cc", "c", "h", "hpp"})
 NO_CODE = "no code found: put the CUDA source in a ```cuda fenced block"
+PYTHON_LANGUAGES = frozenset({"", "python", "py", "python3"})
+NO_PYTHON = "no Python found: put the whole submission (imports, load_inline, class ModelNew) in one ```python block"
 _OPEN_FENCE = re.compile(r"[ \t]*(`{3,}|~{3,})[ \t]*([^\s`]*)[^`\n]*")
 # `name(params) {` (qualifiers allowed before the brace); linear on any text.
 _FUNCTION_BODY = re.compile(r"\w\s*\([^;{}()]*\)[\w\s]*\{")
@@ -84,6 +86,35 @@ def extract_code(
     if code is not None:
         code = code.removeprefix(_BOM)
         error = _check(code, max_chars)
+    return Extraction(None, error, fenced) if error else Extraction(code, None, fenced)
+
+
+def extract_python(action: str, *, max_chars: int = 65536) -> Extraction:
+    """Finds a KernelBench-mode submission (Python defining ``ModelNew``) in an agent's answer.
+
+    With fenced blocks, the last ```python (or ```py, or bare ```) block that mentions
+    ``ModelNew`` is taken, else the last such block; without fences, the whole text if it
+    defines ``class ModelNew``. The same size and character limits as :func:`extract_code`.
+    """
+    if not isinstance(action, str):
+        return _error(f"expected the action as a str, got {type(action).__name__}; decode it as UTF-8 first")
+    if len(action) > 16 * max_chars:
+        return _error(f"the answer is {len(action):,} characters, over the limit of {16 * max_chars:,}; "
+                      "answer with the code in one ```python block and little prose")  # fmt: skip
+    text = action.removeprefix(_BOM).replace("\r\n", "\n").replace("\r", "\n")
+    if not text.strip():
+        return _error("empty action: expected Python defining ModelNew in a ```python fenced block")
+    blocks = [b for b in _fenced_blocks(text) if b.language in PYTHON_LANGUAGES]
+    if blocks:
+        chosen = ([b for b in blocks if "ModelNew" in b.text] or blocks)[-1]
+        code, fenced = chosen.text, True
+    elif "class ModelNew" in text:
+        code, fenced = text, False
+    else:
+        return _error(NO_PYTHON)
+    if not code.strip():
+        return _error("the ```python block is empty: put the submission inside it")
+    error = _check(code, max_chars)
     return Extraction(None, error, fenced) if error else Extraction(code, None, fenced)
 
 

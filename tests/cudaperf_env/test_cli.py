@@ -83,3 +83,17 @@ def test_demo_rows_show_the_scripted_progression():
     assert rows[1]["reward/previous"] == pytest.approx(-rows[0]["score"])  # credited for the change it made
     assert sum(rewards) == pytest.approx(rows[-1]["score"])  # the detour through a wrong kernel did not pay
     assert rows[-1]["truncated"] and not rows[-1]["terminated"]  # the demo refines to the last turn
+
+
+KERNELBENCH = Path(__file__).parents[1] / "fixtures" / "kernelbench_mode" / "tanh_modelnew.py"
+
+
+def test_tasks_show_and_eval_take_the_kernelbench_mode(capsys):
+    assert main(["tasks", "show", "torch2cuda/tanh", "--mode", "kernelbench"]) == 0
+    assert "Write `class ModelNew(nn.Module)`" in capsys.readouterr().out
+    assert main(["eval", "--task", "torch2cuda/tanh", "--submission", str(KERNELBENCH), "--mode", "kernelbench",
+                 "--backend", "cpu"]) == 2  # fmt: skip
+    assert "mode='kernelbench' runs ModelNew's CUDA extensions on a GPU" in capsys.readouterr().err
+    assert main(["eval", "--task", "c2cuda/saxpy_f32", "--submission", str(KERNELBENCH), "--mode", "kernelbench",
+                 "--backend", "cpu"]) == 2  # fmt: skip
+    assert "is for torch2cuda tasks" in capsys.readouterr().err

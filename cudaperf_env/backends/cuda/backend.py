@@ -30,6 +30,7 @@ from cudaperf_env.backends.cuda.budget import (
 )
 from cudaperf_env.backends.cuda.clocks import read_clocks
 from cudaperf_env.backends.cuda.device_lock import DeviceLock, device_identity
+from cudaperf_env.backends.cuda.kernelbench import KernelBenchRunner
 from cudaperf_env.backends.cuda.replies import time_reply_problem, wall_check_problem
 from cudaperf_env.backends.cuda.sanitizer import sanitizer_command, sanitizer_verdict
 from cudaperf_env.backends.cuda.timing import (
@@ -167,6 +168,7 @@ class CudaBackend:
     compile_baseline: bool = True
     compile_timeout_s: float = 300.0
     pytorch: TorchBaselines | None = field(default=None, repr=False, compare=False)  # made in __post_init__
+    _kernelbench: KernelBenchRunner | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_lock", DeviceLock(device_identity(self.device)))
@@ -191,7 +193,19 @@ class CudaBackend:
     @property
     def capabilities(self) -> Capabilities:
         """Times correct submissions (unless ``measures_time`` is off); sanitizes them if :attr:`sanitizers` is set."""
-        return Capabilities(timer=self if self.measures_time else None, sanitizer=self if self.sanitizers else None)
+        return Capabilities(timer=self if self.measures_time else None, sanitizer=self if self.sanitizers else None,
+                            kernelbench=self.kernelbench)  # fmt: skip
+
+    @property
+    def kernelbench(self) -> KernelBenchRunner:
+        """The KernelBench-mode runner on this card: its lock, timing options, PyTorch baselines (made once)."""
+        if self._kernelbench is None:
+            runner = KernelBenchRunner(f"cuda:{self.device}", None, self.timeout_s, max(300.0, self.build_timeout_s),
+                                       self.timing, baselines=self.pytorch, gpu_lock=self.gpu_lock, probe=self.probe,
+                                       resolve_arch=detect_arch)  # fmt: skip
+            object.__setattr__(self, "_kernelbench", runner)
+        assert self._kernelbench is not None
+        return self._kernelbench
 
     def build(self, task: Task, code: str, cancel: threading.Event | None = None) -> Build:
         return build_gpu(task, code, self.arch, self.build_timeout_s, cancel)

@@ -90,10 +90,28 @@ class TorchBaselines:
         """Stop the torch process."""
         self.process.close()
 
-    def _measure(self, task: Task, index: int, config: Config, opts: TimingOptions, workdir: Path) -> TorchTimes:
+    def samples(self, task: Task, index: int, config: Config, opts: TimingOptions, workdir: Path,
+                indices: Sequence[Sequence[int]]) -> list[list[list[float]]] | None:  # fmt: skip
+        """The eager reference's outputs on each timing input set of configuration ``index``, at the flat
+        ``indices`` of each output (None when the reference cannot be run)."""
+        if task.torch is None:
+            return None
+        request, arrays = self._request(task, index, config, opts, workdir)
+        try:
+            answer = self.process.ask({**request, "op": "sample", "indices": [list(map(int, i)) for i in indices]},
+                                      workdir, opts.budget_s * 4 + 120)  # fmt: skip
+        except TorchReferenceError:
+            return None
+        finally:
+            arrays.unlink(missing_ok=True)
+        return answer.get("values") if "error" not in answer else None
+
+    def _request(self, task: Task, index: int, config: Config, opts: TimingOptions,
+                 workdir: Path) -> tuple[dict[str, Any], Path]:  # fmt: skip
+        """The torch process's request for the model of timing configuration ``index``, with its input sets
+        written (``PerfInputs``' seeds) to the returned file, which the caller removes."""
         binding = task.torch
-        if binding is None:
-            return TorchTimes(math.nan, error=f"{task.id} has no PyTorch reference")
+        assert binding is not None
         arrays = workdir / f"torch-baseline-{index}.npz"
         names = [*binding.inputs, *binding.parameters.values()]
         sets: dict[str, Any] = {f"{k}:{n}": np.asarray(values[n]) for k in range(opts.input_sets)
@@ -106,6 +124,12 @@ class TorchBaselines:
             "init": list(binding.init_values(config)), "arrays": str(arrays), "sets": opts.input_sets,
             "shapes": {a.name: [int(evaluate(d, config)) for d in a.shape] for a in task.args if a.is_buffer},
         }  # fmt: skip
+        return request, arrays
+
+    def _measure(self, task: Task, index: int, config: Config, opts: TimingOptions, workdir: Path) -> TorchTimes:
+        if task.torch is None:
+            return TorchTimes(math.nan, error=f"{task.id} has no PyTorch reference")
+        request, arrays = self._request(task, index, config, opts, workdir)
         compiled, compile_error, compile_s = False, "", math.nan
         if self.compile:
             compiled, compile_error, compile_s = self._compile(request, workdir)

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from cudaperf_env.source.extract import NO_CODE, Extraction, extract_code
+from cudaperf_env.source.extract import NO_CODE, NO_PYTHON, Extraction, extract_code, extract_python
 
 KERNEL = """__global__ void saxpy_kernel(int n, float a, const float* x, float* y) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -176,3 +176,22 @@ def test_bytes_action_is_refused_with_a_hint() -> None:
 def test_extraction_requires_exactly_one_of_code_and_error() -> None:
     with pytest.raises(ValueError, match="exactly one of code and error"):
         Extraction("x", "y", False)
+
+
+MODEL_NEW = 'import torch\nsrc = "__global__ void k() {}"\n\nclass ModelNew(torch.nn.Module):\n    pass\n'
+
+
+def test_python_block_with_model_new_is_taken_in_kernelbench_mode() -> None:
+    action = f"Plan:\n```python\nprint('draft')\n```\nFinal:\n```python\n{MODEL_NEW}```\n```cuda\n{KERNEL}```\n"
+    assert extract_python(action) == Extraction(MODEL_NEW, None, True)
+
+
+def test_kernelbench_mode_takes_unfenced_python_defining_model_new() -> None:
+    assert extract_python(MODEL_NEW) == Extraction(MODEL_NEW, None, False)
+
+
+def test_kernelbench_mode_without_python_says_where_to_put_it() -> None:
+    result = extract_python(f"```cuda\n{KERNEL}```")
+    assert result.code is None and result.error == NO_PYTHON
+    assert "```python block" in NO_PYTHON
+    assert extract_python("```python\n\n```").error == "the ```python block is empty: put the submission inside it"
