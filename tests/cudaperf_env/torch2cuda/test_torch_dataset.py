@@ -39,6 +39,7 @@ def test_generated_ids_carry_the_kind_and_unknown_families_are_named():
 def test_shipped_file_is_valid_and_stats_take_the_kind(capsys):
     records = load_records(SHIPPED)
     tasks = [parse_task(r, r["id"]) for r in records]
+    assert len(tasks) >= 1000  # the size
     assert all(t.kind == "torch2cuda" and len(t.configs) >= 3 and len(t.implementations) >= 3 for t in tasks)
     assert len({t.reference_source for t in tasks}) == len(tasks)
     assert main(["dataset", "stats", "--kind", "torch2cuda", "--json"]) == 0
@@ -71,3 +72,16 @@ def test_split_draws_torch_tasks_from_the_torch_dataset():
     assert find_task(splits["test"][0]).id == splits["test"][0]  # `cudaperf tasks show` finds dataset ids
     with pytest.raises(ValueError, match="either split"):
         gym.make("CudaPerf-Torch2CUDA-v0", split="train", task_dir=".", backend=CpuBackend())
+
+
+@pytest.mark.skipif(not SHIPPED.is_file(), reason="no torch2cuda dataset shipped in this checkout")
+def test_the_shipped_card_is_the_rendering_of_the_shipped_data_and_its_labels():
+    from cudaperf_env.datagen.build import CARD_FILES
+    from cudaperf_env.datagen.card import render_card
+
+    records = load_records(SHIPPED)  # GPU label streams beside the file folded in
+    report = json.loads((SHIPPED.parent / "build-report.json").read_text())
+    card = CARD_FILES["torch2cuda"].read_text()
+    assert card == render_card(dataset_stats(records, load_splits(SHIPPED)), report, "torch2cuda")
+    labelled = sum(all(i["labels"] for i in r["implementations"]) for r in records)
+    assert labelled > 0 and f"- GPU-labelled tasks: {labelled}." in card
