@@ -152,11 +152,11 @@ def main() -> None:
         **gpu_measure,
     }
     result = {
-        "benchmark": "confinement (cpu backend): added milliseconds per step",
+        "benchmark": f"confinement: added milliseconds per step (cpu backend{', gpu worker' if gpu_measure else ''})",
         "date": datetime.date.today().isoformat(),
         "machine": {"cores": os.cpu_count(), "cpu": _cpu_name(), "kernel": platform.release(),
                     "python": platform.python_version(), "gcc": tools.version(tools.host_compiler("gcc")),
-                    "confinement": probe_mode(), "note": "2 cores shared with other jobs while measured"},  # fmt: skip
+                    "confinement": probe_mode(), "load_average_1min": round(os.getloadavg()[0], 2)},  # fmt: skip
         "task": "c2cuda/saxpy_f32",
         "goal_added_ms_per_step": GOAL_MS,
         "measures": measures,

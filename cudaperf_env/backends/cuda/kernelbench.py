@@ -96,8 +96,12 @@ class KernelBenchRunner:
 
     def start_worker(self, workdir: Path) -> WorkerProcess:
         """A confined worker importing torch and making its device context while the build runs."""
-        worker = WorkerProcess(workdir, env={"OMP_NUM_THREADS": "1"}, script=WORKER, confinement=self._confinement(),
-                               visible=[cache_dir("torch_extensions")], site_packages=True)  # fmt: skip
+        # The worker's user id is random and has no passwd entry: torch's CUDA path asks getpass.getuser()
+        # (seen on an H100: "KeyError: getpwuid(): uid not found"), which reads these first.
+        names = {"USER": "cudaperf", "LOGNAME": "cudaperf", "HOME": str(workdir)}
+        worker = WorkerProcess(workdir, env={"OMP_NUM_THREADS": "1", **names}, script=WORKER,
+                               confinement=self._confinement(), visible=[cache_dir("torch_extensions")],
+                               site_packages=True)  # fmt: skip
         worker.send({"op": "init", "device": self.device})
         return worker
 
