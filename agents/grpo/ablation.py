@@ -75,7 +75,7 @@ class AblationConfig:
         eval_limit: Evaluate on N tasks of each held-out split, spread over its families (0: all).
         eval_group: Samples per task in evaluation (pass@1 is their mean).
         backend: Grading backend of training and evaluation (cuda for speedups).
-        generator: Training's generator (vllm or transformers).
+        generator: Training's generator (merged, transformers or vllm; vllm where it is installed).
         eval_policy: The evaluation's policy (vllm or transformers).
         gpus: GPUs to use (jobs are pinned to one each).
         jobs_per_gpu: Jobs that share a GPU at once. Measured on one H200 with ten jobs of the
@@ -107,7 +107,7 @@ class AblationConfig:
     eval_limit: int = 64
     eval_group: int = 4
     backend: str = "cuda"
-    generator: str = "vllm"
+    generator: str = "merged"
     eval_policy: str = "vllm"
     gpus: int = 1
     jobs_per_gpu: int = 1

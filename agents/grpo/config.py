@@ -62,7 +62,8 @@ class GRPOConfig:
         temperature: Sampling temperature (the loss scores tokens under the same temperature).
         top_p: Nucleus sampling mass.
         repetition_penalty: Sampling's repetition penalty (1.0: off; anything else samples off-policy).
-        generator: transformers (the trained model samples) or vllm (an engine serving the LoRA adapter).
+        generator: transformers (the trained model samples), merged (a copy with the LoRA adapter merged in,
+            refreshed after each step: faster on a GPU) or vllm (an engine serving the LoRA adapter).
         vllm_memory: Fraction of GPU memory the vLLM engine may take.
         rollout: How a step's tasks are rolled out. ``overlapped``: each task in a thread of its own
             (``rollout_workers`` at a time), so one task's replies are graded while another's are
@@ -161,8 +162,8 @@ class GRPOConfig:
 CHOICES: dict[str, tuple[str, ...]] = {
     "preset": tuple(PRESETS), "advantage": tuple(ADVANTAGES), "advantage_scope": SCOPES,
     "loss_aggregation": tuple(AGGREGATIONS), "rollout": ("overlapped", "batched"),
-    "generator": ("transformers", "vllm"), "backend": ("cpu", "cuda", "auto"), "split": ("train", "validation", "test"),
-    "device": ("cpu", "cuda", "auto"),
+    "generator": ("transformers", "merged", "vllm"), "backend": ("cpu", "cuda", "auto"),
+    "split": ("train", "validation", "test"), "device": ("cpu", "cuda", "auto"),
 }  # fmt: skip
 """The allowed values of the fields that take a name."""
 
