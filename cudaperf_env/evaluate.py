@@ -192,8 +192,9 @@ def launch(ctx: Context) -> Context | Evaluation:
         ctx.pending["race_build"] = ctx.pool.submit(race_build, task, code, ctx.cancel)
     configs = task.correctness_configs if options.run_hidden else task.configs
     ctx.jobs = [Job(c, task_inputs(task, c, ctx.seed)) for c in configs]
-    (ctx.workdir / "ref").mkdir()
-    ctx.pending["expected"] = ctx.pool.submit(ctx.reference.expected, task, ctx.jobs, ctx.seed, ctx.workdir / "ref")
+    reference = ctx.workdir / "ref"
+    reference.mkdir(mode=0o700)  # the reference's worker's (or the parent's): the submission's cannot read it
+    ctx.pending["expected"] = ctx.pool.submit(ctx.reference.expected, task, ctx.jobs, ctx.seed, reference)
     ctx.worker = ctx.backend.start_worker(ctx.workdir)
     return ctx
 

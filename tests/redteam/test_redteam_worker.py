@@ -171,3 +171,37 @@ def test_a_folder_link_planted_for_a_later_run_is_refused_not_followed(tmp_path)
     results = run_jobs(build_hostile(HONEST), SAXPY, [job], work / "later", 5.0)
     assert results[0].status == "runtime_error" and "tampered" in results[0].message
     assert list(victim.iterdir()) == [] and victim.stat().st_uid == os.geteuid()
+
+
+@needs_namespaces
+def test_the_expected_outputs_folder_is_closed_to_the_submissions_worker():
+    """The evaluation computes expected outputs in ``workdir/ref`` while the submission runs in ``workdir``."""
+    body = ('FILE* f = fopen("ref/expected.bin", "r"); char s[64] = {0}; if (f) { fgets(s, 63, f); printf("%s", s); }\n'
+            "y[0] = f ? 1.0f : 0.0f;")
+    for mode, readable in ((0o755, 1.0), (0o700, 0.0)):  # 0o755: the test reaches the file when it is open
+        workdir = scratch_dir()
+        (workdir / "ref").mkdir(mode=mode)
+        (workdir / "ref").chmod(mode)
+        marker = secrets.token_hex(8)
+        (workdir / "ref" / "expected.bin").write_text(marker)
+        (workdir / "ref" / "expected.bin").chmod(0o644)
+        _, results, _ = run_hostile(body, workdir=workdir)
+        assert results[0].status == "ok" and results[0].buffers["y"][0] == readable, (mode, results[0].message)
+        assert marker not in results[0].stdout or readable
+
+
+def test_the_evaluation_computes_expected_outputs_in_a_folder_of_its_own(monkeypatch):
+    from cudaperf_env.backends.cpu.backend import CpuBackend
+    from cudaperf_env.backends.reference import ReferenceOutputs
+    from cudaperf_env.evaluate import Evaluator
+
+    modes = []
+    real = ReferenceOutputs.expected
+
+    def expected(self, task, jobs, seed, workdir):
+        modes.append(workdir.stat().st_mode & 0o777)
+        return real(self, task, jobs, seed, workdir)
+
+    monkeypatch.setattr(ReferenceOutputs, "expected", expected)
+    e = Evaluator(CpuBackend(timeout_s=5.0)).evaluate(SAXPY, SAXPY.implementation("naive").source, seed=1)
+    assert e.correct and modes == [0o700], (e.message, modes)
