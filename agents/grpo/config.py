@@ -65,6 +65,8 @@ class GRPOConfig:
         generator: transformers (the trained model samples), merged (a copy with the LoRA adapter merged in,
             refreshed after each step: faster on a GPU) or vllm (an engine serving the LoRA adapter).
         vllm_memory: Fraction of GPU memory the vLLM engine may take.
+        static_cache: The transformers and merged generators decode with a static KV cache, compiled
+            on a GPU (a compile per distinct shape; see ``TransformersPolicy``).
         rollout: How a step's tasks are rolled out. ``overlapped``: each task in a thread of its own
             (``rollout_workers`` at a time), so one task's replies are graded while another's are
             generated. ``batched``: every task's turn in one generation call (tasks_per_step x group
@@ -120,6 +122,7 @@ class GRPOConfig:
     repetition_penalty: float = 1.0
     generator: str = "transformers"
     vllm_memory: float = 0.3
+    static_cache: bool = False
     rollout: str = "overlapped"
     rollout_workers: int = 4
     device: str = "auto"

@@ -174,19 +174,23 @@ def plain_copy(lora_model: Any) -> Any:
     return plain.eval().requires_grad_(False)
 
 
-def _transformers(model: Any, tokenizer: Any, *, device: str, name: str, **_: Any) -> Generator:
+def _transformers(model: Any, tokenizer: Any, *, device: str, name: str, static_cache: bool = False,
+                  **_: Any) -> Generator:  # fmt: skip
     from agents.policies.transformers_policy import TransformersPolicy
 
-    return SharedModelGenerator(TransformersPolicy(model, tokenizer, device=device, name=name))
+    return SharedModelGenerator(TransformersPolicy(model, tokenizer, device=device, name=name,
+                                                   static_cache=static_cache))  # fmt: skip
 
 
-def _merged(model: Any, tokenizer: Any, *, device: str, name: str, lora: bool, **kwargs: Any) -> Generator:
+def _merged(model: Any, tokenizer: Any, *, device: str, name: str, lora: bool, static_cache: bool = False,
+            **_: Any) -> Generator:  # fmt: skip
     from agents.policies.transformers_policy import TransformersPolicy
 
     if not lora:  # a full fine-tune has nothing to merge
-        return _transformers(model, tokenizer, device=device, name=name)
+        return _transformers(model, tokenizer, device=device, name=name, static_cache=static_cache)
     copy = plain_copy(model)
-    return MergedCopyGenerator(TransformersPolicy(copy, tokenizer, device=device, name=name), copy)
+    return MergedCopyGenerator(TransformersPolicy(copy, tokenizer, device=device, name=name,
+                                                  static_cache=static_cache), copy)  # fmt: skip
 
 
 def _vllm(model: Any, tokenizer: Any, *, model_path: str, out: Path, lora: bool, memory: float, seed: int,

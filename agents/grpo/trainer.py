@@ -120,7 +120,8 @@ def train(config: GRPOConfig, *, model: Any = None, tokenizer: Any = None, tasks
 
     generator: Generator = SharedModelGenerator(policy) if policy is not None else GENERATORS[config.generator](
         model, tokenizer, device=device, name=config.model or "embedded", model_path=config.model, out=out,
-        lora=config.lora_r > 0, memory=config.vllm_memory, seed=config.seed, context_window=None)  # fmt: skip
+        lora=config.lora_r > 0, memory=config.vllm_memory, seed=config.seed, context_window=None,
+        static_cache=config.static_cache)  # fmt: skip
     serial = SerialPolicy(generator.policy)
     book = Logbook(out, config.steps, config.tensorboard, config.progress, step)
     if ckpt is not None:

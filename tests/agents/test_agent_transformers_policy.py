@@ -110,3 +110,20 @@ def test_the_tokens_covering_a_trimmed_reply_are_the_shortest_prefix_found_by_a_
         text = reply[:cut]
         assert _tokens_covering(tiny_tokenizer, tokens, text) == linear(tokens, text), cut
     assert _tokens_covering(tiny_tokenizer, tokens, reply + "beyond") == tokens
+
+
+def test_a_static_cache_gives_the_same_greedy_replies_from_bucketed_shapes(tiny):
+    from agents.policies import transformers_policy
+
+    plain = TransformersPolicy(tiny, device="cpu")
+    static = TransformersPolicy(tiny, device="cpu", static_cache=True)
+    other = [{"role": "user", "content": "a longer second conversation, so the batch is left-padded"}]
+    third = [{"role": "user", "content": "three"}]
+    greedy = Sampling(temperature=0.0, max_tokens=10, stop_after_code_block=False)
+    for batch, n in (([MESSAGES], 1), ([MESSAGES, other, third], 1)):
+        want = plain.generate(batch, n, greedy)
+        got = static.generate(batch, n, greedy)  # 3 conversations filled up to 8, prompts padded to 256 tokens
+        assert [[g.token_ids for g in row] for row in got] == [[g.token_ids for g in row] for row in want]
+    assert transformers_policy.BATCH_BUCKET == 8 and transformers_policy.WIDTH_BUCKET == 256
+    sampled = static.generate([MESSAGES, other, third], 3, Sampling(temperature=1.0, max_tokens=6, seed=5))
+    assert [len(row) for row in sampled] == [3, 3, 3] and all(0 < len(g.token_ids) <= 6 for r in sampled for g in r)
