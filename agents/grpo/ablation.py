@@ -76,6 +76,8 @@ class AblationConfig:
         eval_group: Samples per task in evaluation (pass@1 is their mean).
         backend: Grading backend of training and evaluation (cuda for speedups).
         generator: Training's generator (merged, transformers or vllm; vllm where it is installed).
+        static_cache: Training's transformers generators and transformers evaluations decode with a
+            static KV cache (compiled on a GPU; ``TransformersPolicy``).
         eval_policy: The evaluation's policy (vllm or transformers).
         gpus: GPUs to use (jobs are pinned to one each).
         jobs_per_gpu: Jobs that share a GPU at once. Measured on one H200 with ten jobs of the
@@ -108,6 +110,7 @@ class AblationConfig:
     eval_group: int = 4
     backend: str = "cuda"
     generator: str = "merged"
+    static_cache: bool = False
     eval_policy: str = "vllm"
     gpus: int = 1
     jobs_per_gpu: int = 1
@@ -160,7 +163,8 @@ def train_command(config: AblationConfig, arm: str, seed: int) -> list[str]:
             "--lr", str(config.lr), "--temperature", str(config.temperature),
             "--backend", config.backend, "--generator", config.generator,
             "--rollout", config.rollout, "--save-every", "1", "--keep-checkpoints", "1", "--no-progress",
-            "--tensorboard" if config.tensorboard else "--no-tensorboard"]  # fmt: skip
+            "--tensorboard" if config.tensorboard else "--no-tensorboard",
+            "--static-cache" if config.static_cache else "--no-static-cache"]  # fmt: skip
 
 
 def eval_command(config: AblationConfig, which: str, seed: int, split: str) -> list[str]:
@@ -174,6 +178,8 @@ def eval_command(config: AblationConfig, which: str, seed: int, split: str) -> l
                "--out-dir", str(eval_dir(config, which, seed, split))]  # fmt: skip
     if which != "start":
         command += ["--adapter", str(run_dir(config, which, seed) / "final")]
+    if config.static_cache and config.eval_policy == "transformers":
+        command.append("--static-cache")
     return command
 
 

@@ -151,6 +151,7 @@ def test_boolean_options_are_flags_passed_to_the_runs(tmp_path, capsys):
     args = ["--model", "/m", "--out", str(tmp_path), "--seeds", "0", "--arms", "speedup_only", "--dry-run"]
     assert main([*args, "--no-tensorboard", "--jobs-per-gpu", "4"]) == 0
     train = capsys.readouterr().out.splitlines()[2]
-    assert train.endswith("--no-tensorboard")
-    assert main(args) == 0
-    assert capsys.readouterr().out.splitlines()[2].endswith("--tensorboard")
+    assert train.endswith("--no-tensorboard --no-static-cache")
+    assert main([*args, "--static-cache", "--eval-policy", "transformers"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2].endswith("--tensorboard --static-cache") and lines[1].endswith("--static-cache")
