@@ -30,6 +30,7 @@ import datetime
 import json
 import platform
 import time
+from collections.abc import Iterator
 from typing import Any
 
 SMOLLM2_135M = dict(hidden_size=576, intermediate_size=1536, num_hidden_layers=30, num_attention_heads=9,
@@ -90,8 +91,8 @@ def timed(fn: Any) -> float:
 
 
 def run_variants(model: Any, tokenizer: Any, device: str, batch: int, prompt_tokens: int, tokens: int,
-                 variants: list[str]) -> list[dict[str, Any]]:  # fmt: skip
-    """Seconds and new tokens/s of each variant on one batch (each after a short warm-up call)."""
+                 variants: list[str]) -> Iterator[dict[str, Any]]:  # fmt: skip
+    """Seconds and new tokens/s of each variant on one batch (each after a warm-up call), as each is measured."""
     import torch
 
     from agents.policies.base import Sampling
@@ -107,7 +108,6 @@ def run_variants(model: Any, tokenizer: Any, device: str, batch: int, prompt_tok
     mask = (ids != pad).long() if pad is not None else torch.ones_like(ids)
     common = dict(attention_mask=mask, do_sample=True, temperature=0.7, top_p=0.95, pad_token_id=pad,
                   max_new_tokens=tokens, min_new_tokens=tokens)  # fmt: skip
-    rows = []
     for name in variants:
         extra: dict[str, Any] = {}
         if name == "policy":
@@ -135,16 +135,16 @@ def run_variants(model: Any, tokenizer: Any, device: str, batch: int, prompt_tok
             seconds = timed(keep)
             generated = (sum(len(g.token_ids) for [g] in out) if name == "policy"
                          else int(out.shape[0] * (out.shape[1] - width)))  # fmt: skip
-            rows.append({"variant": name, "batch": batch, "prompt_tokens": width, "new_tokens": generated,
+            row = {"variant": name, "batch": batch, "prompt_tokens": width, "new_tokens": generated,
                          "first_call_s": round(warm, 2), "seconds": round(seconds, 2),
                          "ms_per_token_step": round(1000 * seconds / tokens, 2),
-                         "tokens_per_s": round(generated / seconds, 1)})  # fmt: skip
+                   "tokens_per_s": round(generated / seconds, 1)}  # fmt: skip
         except Exception as exc:  # a variant this transformers/torch pair cannot run: record why
-            rows.append({"variant": name, "batch": batch, "error": f"{type(exc).__name__}: {exc}"[:300]})
+            row = {"variant": name, "batch": batch, "error": f"{type(exc).__name__}: {exc}"[:300]}
         if name in ("merged", "static"):
             model.unmerge_adapter()
-        print(rows[-1], flush=True)
-    return rows
+        print(row, flush=True)
+        yield row
 
 
 def main() -> None:
@@ -167,16 +167,23 @@ def main() -> None:
     device = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
     model = build_model(TINY if args.tiny else SMOLLM2_135M, device, args.lora_r)
     tokenizer = load_tokenizer(args.tokenizer)
-    rows = []
+    rows: list[dict[str, Any]] = []
+
+    def record() -> dict[str, Any]:
+        return {
+            "benchmark": "gpu_generation", "date": datetime.date.today().isoformat(),
+            "device": torch.cuda.get_device_name() if device.startswith("cuda") else platform.processor() or "cpu",
+            "driver": _driver(), "torch": torch.__version__, "transformers": transformers.__version__,
+            "model": "tiny" if args.tiny else f"SmolLM2-135M shape, random weights, LoRA r={args.lora_r} unmerged",
+            "command": "python benchmarks/gpu_generation.py " + " ".join(_argv()), "rows": rows,
+        }  # fmt: skip
+
     for batch in args.batch:
-        rows += run_variants(model, tokenizer, device, batch, args.prompt_tokens, args.tokens, args.variants)
-    result = {
-        "benchmark": "gpu_generation", "date": datetime.date.today().isoformat(),
-        "device": torch.cuda.get_device_name() if device.startswith("cuda") else platform.processor() or "cpu",
-        "driver": _driver(), "torch": torch.__version__, "transformers": transformers.__version__,
-        "model": "tiny" if args.tiny else f"SmolLM2-135M shape, random weights, LoRA r={args.lora_r} unmerged",
-        "command": "python benchmarks/gpu_generation.py " + " ".join(_argv()), "rows": rows,
-    }  # fmt: skip
+        for row in run_variants(model, tokenizer, device, batch, args.prompt_tokens, args.tokens, args.variants):
+            rows.append(row)
+            if args.json:  # written after every row: a run cut by its time limit keeps what it measured
+                with open(args.json, "w") as f:
+                    json.dump(record(), f, indent=1)
     print(f"{'variant':10} {'batch':>5} {'s':>8} {'ms/step':>8} {'tok/s':>9} {'first s':>8}")
     for r in rows:
         if "error" in r:
@@ -184,9 +191,6 @@ def main() -> None:
         else:
             print(f"{r['variant']:10} {r['batch']:>5} {r['seconds']:>8} {r['ms_per_token_step']:>8} "
                   f"{r['tokens_per_s']:>9} {r['first_call_s']:>8}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=1)
 
 
 def _driver() -> str:
