@@ -8,7 +8,6 @@ instrumented library, loaded into that worker next, never ran, and a check that 
 skipped. A crash under another order is now a race verdict; the detector alone names the race too.
 """
 
-import pytest
 
 from cudaperf_env.backends.cpu.backend import CpuBackend
 from cudaperf_env.evaluate import EvalOptions, Evaluator
