@@ -11,12 +11,15 @@ import numpy as np
 import yaml
 
 from cudaperf_env.datagen.families import (
+    torch_attention,
     torch_bmm,
     torch_groupwise,
     torch_index,
     torch_linear,
+    torch_mlp,
     torch_pointwise,
     torch_rowwise,
+    torch_scan,
     torch_spatial,
 )
 from cudaperf_env.datagen.registry import Generator
@@ -39,6 +42,9 @@ TORCH_FAMILIES: Mapping[str, Generator] = MappingProxyType(
         "gather": torch_index.gather,
         "scatter_add": torch_index.scatter_add,
         "bmm": torch_bmm.bmm,
+        "cumsum_dim": torch_scan.cumsum_dim,
+        "attention": torch_attention.attention,
+        "mlp": torch_mlp.mlp,
     }
 )
 STARTER_DIR = Path(__file__).resolve().parents[1] / "tasks" / "data" / "torch2cuda"
@@ -65,6 +71,9 @@ STARTERS: tuple[tuple[str, str, int], ...] = (
     ("index_select", "gather", 1),
     ("scatter_add", "scatter_add", 1),
     ("bmm_bias_hardsigmoid", "bmm", 1),
+    ("cumsum", "cumsum_dim", 1),
+    ("causal_attention", "attention", 1),
+    ("mlp_gelu", "mlp", 1),
 )
 
 
