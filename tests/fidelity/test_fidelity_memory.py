@@ -95,6 +95,20 @@ HOST_HEAP = {
         "  float* w = (float*)calloc(64, sizeof(float)); w[0] = 1.0f;\n" + HOST_HEAP_LAUNCH + "  free(w);\n}\n"),
 }
 
+# Kernels handed host stack or function-static memory: an illegal address when the kernel reads it on a GPU;
+# on the CPU backend the launch itself refuses a pointer argument into the host's stack or static data.
+HOST_STACK_AND_STATIC = {
+    "kernel_reads_host_stack_array": HOST_HEAP_KERNEL + (
+        'extern "C" void sum(int n, const float* x, float* out) {\n'
+        "  float w[4] = {1.0f, 1.0f, 1.0f, 1.0f};\n" + HOST_HEAP_LAUNCH + "}\n"),
+    "kernel_reads_function_static_array": HOST_HEAP_KERNEL + (
+        'extern "C" void sum(int n, const float* x, float* out) {\n'
+        "  static float w[4];\n  w[0] = 1.0f;\n" + HOST_HEAP_LAUNCH + "}\n"),
+    "kernel_reads_function_static_const_table": HOST_HEAP_KERNEL + (
+        'extern "C" void sum(int n, const float* x, float* out) {\n'
+        "  static const float w[2] = {1.0f, 0.5f};\n" + HOST_HEAP_LAUNCH + "}\n"),
+}
+
 # The C library's allocator reached past the arena: refused on the CPU backend; on a GPU the kernel's read
 # faults (__libc_malloc) or the name does not link (__real_malloc exists only under the CPU runtime's --wrap).
 ALLOCATOR_BYPASS = {
@@ -126,6 +140,11 @@ HOST_HEAP_HONEST = {
         "  seen[1] = 1;\n  float h = table[0] + table[2] * 7.0f + float(seen[0] + seen[1] - 1) + halves[1] - 0.5f;\n"
         "  float* w; cudaMalloc(&w, sizeof(float));\n  cudaMemcpy(w, &h, sizeof(float), cudaMemcpyHostToDevice);\n"
         + HOST_HEAP_LAUNCH + "  cudaFree(w);\n}\n"),
+    # A __device__ array's device address (cudaGetSymbolAddress) passed as a kernel argument.
+    "device_symbol_address_as_argument": "__device__ float table[4];\n" + HOST_HEAP_KERNEL + (
+        'extern "C" void sum(int n, const float* x, float* out) {\n'
+        "  float one[4] = {1.0f, 1.0f, 1.0f, 1.0f};\n  cudaMemcpyToSymbol(table, one, sizeof one);\n"
+        "  float* w = nullptr;\n  cudaGetSymbolAddress((void**)&w, table);\n" + HOST_HEAP_LAUNCH + "}\n"),
     # Device-side malloc is CUDA's own heap (legal in a kernel).
     "device_side_malloc": (
         "__global__ void k(int n, const float* x, float* out) {\n"
@@ -144,6 +163,16 @@ def test_kernel_reading_host_heap_memory_is_an_illegal_address(evaluator, name):
     if evaluator.backend.name == "cpu":
         assert "a kernel read host memory from malloc/new" in e.message, e.message
         assert "illegal_address" in e.message or "illegal address" in e.message, e.message
+
+
+@pytest.mark.parametrize("name", sorted(HOST_STACK_AND_STATIC))
+def test_kernel_handed_host_stack_or_static_memory_is_an_illegal_address(evaluator, name):
+    e = evaluator.evaluate(SUM, HOST_STACK_AND_STATIC[name], seed=1)
+    assert not e.correct, (e.status, e.message)
+    if evaluator.backend.name == "cpu":
+        assert e.status == "runtime_error" and "illegal address" in e.message, e.message
+        where = "the host thread's stack" if "stack" in name else "host static data"
+        assert f"was given a pointer to {where}" in e.message and "argument #2" in e.message, e.message
 
 
 @pytest.mark.parametrize("name", sorted(ALLOCATOR_BYPASS))

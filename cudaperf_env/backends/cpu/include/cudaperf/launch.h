@@ -265,6 +265,52 @@ void invoke_body(void* f) {
   (*static_cast<F*>(f))();
 }
 
+// A kernel argument pointing into the launching host thread's stack or a loaded program's static data
+// (a host array of a function, a string literal): a GPU faults when the kernel reads it, so the launch
+// ends as an illegal address here (host heap memory is the host arena's: it faults when read). Checked
+// while a submission's entry runs with host and device memory apart (device_memory.h), where device
+// memory is never on a stack or in a program's data.
+#if !CUDAPERF_DEFINE_LINKED
+CUDAPERF_LINKED void check_host_pointer_arg(const char* kernel, int line, int index, uintptr_t p);
+#else
+CUDAPERF_COLD CUDAPERF_LINKED void check_host_pointer_arg(const char* kernel, int line, int index, uintptr_t p) {
+  static thread_local uintptr_t stack_lo = 0, stack_hi = 0;  // pthread_getattr_np reads /proc for the main thread
+  if (p == 0 || g_host_depth == 0) return;
+  if (stack_hi == 0) {
+    pthread_attr_t attr;
+    if (::pthread_getattr_np(::pthread_self(), &attr) == 0) {
+      void* addr = nullptr;
+      size_t size = 0;
+      if (::pthread_attr_getstack(&attr, &addr, &size) == 0) {
+        stack_lo = reinterpret_cast<uintptr_t>(addr);
+        stack_hi = stack_lo + size;
+      }
+      ::pthread_attr_destroy(&attr);
+    }
+  }
+  const char* where = nullptr;
+  Dl_info info;
+  if (p >= stack_lo && p < stack_hi) {
+    where = "the host thread's stack (a local array or variable)";
+  } else if (::dladdr(reinterpret_cast<void*>(p), &info) != 0 && info.dli_fname != nullptr) {
+    where = "host static data (a static or global host array, a string literal)";
+  }
+  if (where == nullptr) return;
+  Line m;
+  m.str("kernel ").str(kernel).str(" (launched at line ").num(line).str(") was given a pointer to ").str(where);
+  m.str(" as argument #").num(index + 1).str(": kernels read device memory only; copy the data into a cudaMalloc ");
+  m.str("buffer with cudaMemcpy and pass that");
+  fatal_exit_flush("illegal_address", kExitIllegalAddress, m);
+}
+#endif
+
+template <class A>
+inline void check_host_arg(const char* kernel, int line, int index, const A& a) {
+  if constexpr (std::is_pointer_v<A> && !std::is_function_v<std::remove_pointer_t<A>>) {
+    check_host_pointer_arg(kernel, line, index, reinterpret_cast<uintptr_t>(a));
+  }
+}
+
 }  // namespace detail
 
 // What the pre-pass turns `K<<<grid, block, smem, stream>>>(args...)` into. Runs the whole grid
@@ -274,6 +320,8 @@ template <bool Fibers, class Body, class... Args>
 inline void launch(const char* kernel, int line, dim3 grid, dim3 block, size_t dynamic_smem,
                    cudaStream_t stream, Body body, Args... args) {
   (void)stream;
+  int index = 0;
+  (detail::check_host_arg(kernel, line, index++, args), ...);
   auto run_thread = [&body, &args...]() { body(args...); };
   detail::launch_erased(kernel, line, grid, block, dynamic_smem, Fibers,
                         &detail::invoke_body<decltype(run_thread)>, &run_thread);
