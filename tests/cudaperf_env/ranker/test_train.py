@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -31,6 +33,17 @@ def test_same_seed_same_model_and_it_learns_the_direction(kind):
         assert one.weights[it] < 0  # more serial iterations: slower
 
 
+def test_exclude_leaves_features_out_and_is_recorded():
+    from cudaperf_env.ranker.features import HAND_WRITTEN
+
+    full, ablated = TrainConfig(sources=("parallelism",)), TrainConfig(sources=("parallelism",), exclude=HAND_WRITTEN)
+    assert set(full.features) - set(ablated.features) == set(HAND_WRITTEN)
+    faster, slower, ctx, w, _ = _rows()
+    keep = [full.features.index(n) for n in ablated.features]
+    model = fit(replace(ablated, kind="logistic"), faster[:, keep], slower[:, keep], ctx, w)
+    assert model.features == ablated.features and model.meta["config"]["exclude"] == list(HAND_WRITTEN)
+
+
 def test_no_pairs_says_what_to_check():
     config = TrainConfig(kind="logistic", sources=("parallelism",))
     empty = np.zeros((0, len(config.features)))
@@ -43,6 +56,7 @@ def test_no_pairs_says_what_to_check():
     ({"sources": ("ncu",)}, "sources must be a non-empty subset"),
     ({"pair_kinds": ()}, "pair_kinds must be a non-empty subset"),
     ({"rounds": 0}, "rounds >= 1"),
+    ({"exclude": ("parallelism/nope",)}, r"exclude names unknown features \['parallelism/nope'\]"),
 ])  # fmt: skip
 def test_config_errors(bad, message):
     with pytest.raises(ValueError, match=message):
