@@ -222,7 +222,7 @@ class CostWalker:
             return
         args = syntax.child(node, "arguments")
         inner = CostWalker(self.program, dict(self.program.consts), {}, set(), self.cost, self.times, self.depth + 1,
-                           self.guard)
+                           self.guard)  # fmt: skip
         _bind(target[1], [syntax.text(a) for a in (args.named_children if args is not None else ())],
               [fold(a, self.env) for a in (args.named_children if args is not None else ())], self, inner)
         inner.block(syntax.child(target[1], "body"))

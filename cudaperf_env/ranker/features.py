@@ -66,7 +66,8 @@ PARALLELISM = (
 )  # fmt: skip
 HAND_WRITTEN = tuple(f"parallelism/{n}" for n in PARALLELISM[PARALLELISM.index("log2_warp_ops_per_thread"):])
 """The parallelism features added for what hand-written kernels do (warp collectives, guarded atomics,
-register tiles, shared-memory reuse, host round trips): ``TrainConfig.exclude`` drops them for ablations."""
+register tiles, shared-memory reuse, host round trips). Extracted, but left out of training by default
+(``TrainConfig.exclude``): they did not carry to new families in leave-families-out CV."""
 CONTEXT = ("log2_min_bytes", "log2_outputs", "is_perf")
 """Features of the configuration, the same for both sides of a pair: never differenced."""
 

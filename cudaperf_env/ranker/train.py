@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from cudaperf_env.dataset.gpu_labels import DEADBAND
-from cudaperf_env.ranker.features import CONTEXT, FEATURES, SOURCES, context, vector
+from cudaperf_env.ranker.features import CONTEXT, FEATURES, HAND_WRITTEN, SOURCES, context, vector
 from cudaperf_env.ranker.model import KINDS, PairwiseModel, from_lightgbm
 from cudaperf_env.ranker.pairs import Pair
 
@@ -42,7 +42,9 @@ class TrainConfig:
         min_leaf: Minimum (weighted) pairs per leaf.
         l2: L2 penalty (logistic: on standardized coefficients; trees: on leaf values).
         threads: Threads LightGBM may use.
-        exclude: Feature names (``source/name``) left out of the chosen sources (ablations).
+        exclude: Feature names (``source/name``) left out of the chosen sources. By default the
+            hand-written-kernel features (:data:`~cudaperf_env.ranker.features.HAND_WRITTEN`): tried for
+            issue 13 and not adopted (leave-families-out CV: no gain; docs/structural-analysis.md).
         extra: Further LightGBM parameters, overriding the defaults.
     """
 
@@ -57,7 +59,7 @@ class TrainConfig:
     min_leaf: int = 20
     l2: float = 1.0
     threads: int = 1
-    exclude: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = HAND_WRITTEN
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -169,6 +171,6 @@ def _config_table(config: TrainConfig) -> dict[str, Any]:
     return {"kind": config.kind, "sources": list(config.sources), "pair_kinds": list(config.pair_kinds),
             "deadband": config.deadband, "seed": config.seed, "rounds": config.rounds, "leaves": config.leaves,
             "learning_rate": config.learning_rate, "min_leaf": config.min_leaf, "l2": config.l2,
-            **({"exclude": list(config.exclude)} if config.exclude else {}),
+            **({"exclude": list(config.exclude)} if config.exclude != HAND_WRITTEN else {}),
             **({"extra": dict(config.extra)} if config.extra else {})}  # fmt: skip
 

@@ -33,15 +33,19 @@ def test_same_seed_same_model_and_it_learns_the_direction(kind):
         assert one.weights[it] < 0  # more serial iterations: slower
 
 
-def test_exclude_leaves_features_out_and_is_recorded():
+def test_hand_written_features_are_out_by_default_and_in_when_asked():
     from cudaperf_env.ranker.features import HAND_WRITTEN
 
-    full, ablated = TrainConfig(sources=("parallelism",)), TrainConfig(sources=("parallelism",), exclude=HAND_WRITTEN)
-    assert set(full.features) - set(ablated.features) == set(HAND_WRITTEN)
-    faster, slower, ctx, w, _ = _rows()
-    keep = [full.features.index(n) for n in ablated.features]
-    model = fit(replace(ablated, kind="logistic"), faster[:, keep], slower[:, keep], ctx, w)
-    assert model.features == ablated.features and model.meta["config"]["exclude"] == list(HAND_WRITTEN)
+    default, full = TrainConfig(sources=("parallelism",)), TrainConfig(sources=("parallelism",), exclude=())
+    assert set(full.features) - set(default.features) == set(HAND_WRITTEN)
+    faster, slower, ctx, w, _ = _rows()  # rows of the default features
+    assert "exclude" not in fit(replace(default, kind="logistic"), faster, slower, ctx, w).meta["config"]
+    wide = np.zeros((len(faster), len(full.features)))
+    keep = [full.features.index(n) for n in default.features]
+    wide_faster, wide_slower = wide.copy(), wide.copy()
+    wide_faster[:, keep], wide_slower[:, keep] = faster, slower
+    model = fit(replace(full, kind="logistic"), wide_faster, wide_slower, ctx, w)
+    assert model.features == full.features and model.meta["config"]["exclude"] == []
 
 
 def test_no_pairs_says_what_to_check():
