@@ -13,34 +13,21 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import replace
 from pathlib import Path
 
-from cudaperf_env.dataset.gpu_labels import implementation_labels, read_stream, task_digest
-from cudaperf_env.ranker import load_ranker
+from cudaperf_env.ranker import load_ranker, starter
 from cudaperf_env.ranker.evaluation import compare
 from cudaperf_env.ranker.features import records_for
 from cudaperf_env.ranker.pairs import dataset_pairs
-from cudaperf_env.tasks import Task, load_tasks
-from cudaperf_env.tasks.schema import TimingLabel
+from cudaperf_env.tasks import Task
 from cudaperf_env.text import json_safe
 
 LABELS = Path(__file__).parent / "results" / "starter_labels_h200.jsonl.gz"
 
 
 def labelled_starter_tasks(path: Path = LABELS) -> dict[str, Task]:
-    """The bundled C-to-CUDA tasks whose stream record matches their digest, with the record's labels."""
-    stream = read_stream([path])
-    out = {}
-    for task in load_tasks(kind="c2cuda").values():
-        record = stream.get(task.id)
-        if not record or record.get("error") or record.get("digest") != task_digest(task):
-            continue
-        labels = implementation_labels(record)
-        impls = tuple(replace(i, labels=tuple(TimingLabel(**label) for label in labels.get(i.name, [])))
-                      for i in task.implementations)  # fmt: skip
-        out[task.id] = replace(task, implementations=impls)
-    return out
+    """The bundled C-to-CUDA tasks with the committed H200 labels (:mod:`cudaperf_env.ranker.starter`)."""
+    return starter.labelled_starter_tasks(path)
 
 
 def main() -> None:

@@ -8,7 +8,12 @@ most work) and a multiplier of enclosing loop iterations. ``for`` loops get a tr
 count from their bounds (additive, multiplicative and halving steps); a nested
 loop sees the outer variable at its midpoint; what does not fold counts one
 iteration and is counted in ``unknown_loops``. ``__device__`` functions are
-followed with their arguments bound. Used by :mod:`cudaperf_env.analysis.parallelism`.
+followed with their arguments bound. Warp primitives (shuffles, votes, warp
+reductions) and global atomics are counted per thread; an atomic inside an
+``if`` that tests equality (``lane == 0``, ``threadIdx.x == 0``) counts as once
+per warp, or once per block when the test names ``threadIdx`` (what such a guard
+usually means); thread-local arrays of constant size (register tiles) are measured.
+Used by :mod:`cudaperf_env.analysis.parallelism`.
 """
 
 from __future__ import annotations
@@ -22,9 +27,12 @@ from typing import Any
 
 from cudaperf_env.analysis import syntax
 from cudaperf_env.analysis.constants import declarators, file_constants, fold
+from cudaperf_env.analysis.cuda_names import WARP_PRIMITIVES
 from cudaperf_env.analysis.static import MAX_SOURCE_CHARS
 
 MAX_INLINE_DEPTH = 6
+WARP_SIZE = 32
+MAX_BLOCK_THREADS = 1024
 _ARITH = {"+", "-", "*", "/", "%"}
 _COMPOUND = {"+=", "-=", "*=", "/=", "%="}
 _VECTOR = re.compile(r"\b((?:u?char|u?short|u?int|float|double|longlong|ulonglong)[234])\b")
@@ -51,6 +59,9 @@ class Cost:
     ops: float = 0.0
     barriers: float = 0.0
     unknown_loops: int = 0
+    warp_ops: float = 0.0
+    atomics: float = 0.0  # global atomics per thread, guarded ones as a share (see the module docstring)
+    local_elements: int = 0  # elements of the largest thread-local constant-size array
 
 
 @dataclass
@@ -64,6 +75,7 @@ class CostWalker:
     cost: Cost = field(default_factory=Cost)
     times: float = 1.0
     depth: int = 0
+    guard: float = 1.0  # threads sharing one execution of the code here (an equality-tested branch)
 
     def block(self, node: Any) -> None:
         if node is None or self.depth > 64:
@@ -90,6 +102,9 @@ class CostWalker:
             if "__shared__" in words or "__shared__" in syntax.text(node).split("[")[0]:
                 self.shared.add(decl.name)
                 continue
+            if decl.dims and not decl.pointer and all(d is not None and d > 0 for d in decl.dims):
+                elements = math.prod(d for d in decl.dims if d is not None)
+                self.cost.local_elements = max(self.cost.local_elements, elements)
             if decl.value is None:
                 continue
             self.expression(decl.value)
@@ -108,8 +123,12 @@ class CostWalker:
         self._s_expression_statement(node)
 
     def _s_if_statement(self, node: Any) -> None:
-        self.expression(syntax.child(node, "condition"))
+        condition = syntax.child(node, "condition")
+        self.expression(condition)
+        saved = self.guard
+        self.guard = min(saved * _guard_share(condition), _block_threads(self.env))
         self.block(syntax.child(node, "consequence"))
+        self.guard = saved
         self.block(syntax.child(node, "alternative"))
 
     def _s_for_statement(self, node: Any) -> None:
@@ -184,17 +203,26 @@ class CostWalker:
         return next((n for n in _IDENT.findall(syntax.text(node)) if n in self.pointers), None)
 
     def _call(self, node: Any) -> None:
-        name = syntax.text(syntax.child(node, "function")).split("::")[-1].split("<")[0].strip()
+        raw = syntax.text(syntax.child(node, "function"))
+        name = raw.split("::")[-1].split("<")[0].strip()
         if name in ("__syncthreads", "__syncthreads_or", "__syncthreads_and", "__syncthreads_count"):
             self.cost.barriers += self.times
             return
         target = self.program.functions.get(name)
         if target is None or target[0] != "device" or self.depth > MAX_INLINE_DEPTH:
+            member = name.split(".")[-1].split("->")[-1]
+            if WARP_PRIMITIVES.match(member) and (member.startswith("__") or member != name or "::" in raw):
+                self.cost.warp_ops += self.times
             if name.startswith("atomic"):
                 self.cost.ops += self.times
+                args = syntax.child(node, "arguments")
+                first = args.named_children[0] if args is not None and args.named_children else None
+                if self._global_base(first) is not None:
+                    self.cost.atomics += self.times / self.guard
             return
         args = syntax.child(node, "arguments")
-        inner = CostWalker(self.program, dict(self.program.consts), {}, set(), self.cost, self.times, self.depth + 1)
+        inner = CostWalker(self.program, dict(self.program.consts), {}, set(), self.cost, self.times, self.depth + 1,
+                           self.guard)  # fmt: skip
         _bind(target[1], [syntax.text(a) for a in (args.named_children if args is not None else ())],
               [fold(a, self.env) for a in (args.named_children if args is not None else ())], self, inner)
         inner.block(syntax.child(target[1], "body"))
@@ -214,6 +242,23 @@ def _bind(function: Any, texts: list[str], values: list[int | None], outer: Cost
             inner.env[name] = value
     for key in ("threadIdx", "blockIdx", "blockDim", "gridDim"):
         inner.env.update({k: v for k, v in outer.env.items() if k.startswith(key + ".")})
+
+
+def _guard_share(condition: Any) -> float:
+    """How many threads share one execution of a branch on ``condition``: an equality test naming
+    ``threadIdx`` is taken as one thread per block (capped by the caller), any other equality test
+    (``lane == 0``, ``warp == 0``) as one in a warp; nested tests multiply."""
+    tests = [sub for sub in syntax.walk(condition) if sub.type == "binary_expression"
+             and syntax.text(syntax.child(sub, "operator")) == "=="] if condition is not None else []  # fmt: skip
+    if not tests:
+        return 1.0
+    return float(MAX_BLOCK_THREADS if any("threadIdx" in syntax.text(t) for t in tests) else WARP_SIZE)
+
+
+def _block_threads(env: Mapping[str, int]) -> float:
+    """Threads per block where the launch folded (else the largest block)."""
+    dims = [env.get(f"blockDim.{axis}") for axis in "xyz"]
+    return float(math.prod(d for d in dims if d is not None)) if dims[0] is not None else float(MAX_BLOCK_THREADS)
 
 
 def params(function: Any, consts: Mapping[str, int]) -> list[tuple[str, bool, str]]:

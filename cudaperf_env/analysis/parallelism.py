@@ -14,7 +14,12 @@ blocks are folded with them, and every loop of the launched kernels (and the
 - global bytes moved (every access site on a global pointer, times the loop
   iterations around it, times the threads) against the memory-bound minimum
   (each input read once, each output written once), and arithmetic operations per
-  byte of that minimum.
+  byte of that minimum;
+- what hand-written kernels do differently: warp primitives per thread, global
+  atomics issued in all (a lane- or thread-0-guarded one once per warp or block),
+  the largest thread-local array (a register tile), shared-memory bytes read per
+  global byte, and the host code's allocations and synchronizations per call
+  (``cudaMalloc``/``cudaFree``, ``cudaDeviceSynchronize``, blocking copies).
 
 What cannot be folded (a data-dependent bound, a ``while`` loop, a grid computed at
 run time) counts one iteration and is counted in ``unknown_trip_loops`` or leaves
@@ -40,6 +45,9 @@ H200_SMS = 132
 MAX_THREADS_PER_SM = 2048
 MAX_BLOCKS_PER_SM = 32
 _IDENT = re.compile(r"[A-Za-z_]\w*")
+HOST_ALLOCATIONS = re.compile(r"^(cudaMalloc\w*|cudaFree\w*|malloc|free|cudaHostAlloc|cudaHostRegister)$")
+HOST_SYNCS = re.compile(r"^(cudaDeviceSynchronize|cudaStreamSynchronize|cudaEventSynchronize|cudaMemcpy|"
+                        r"cudaMemcpy2D|cudaMemcpyFromSymbol|cudaMemcpyToSymbol|cudaThreadSynchronize)$")  # fmt: skip
 _FAILURES = (RecursionError, ValueError, TypeError, AttributeError, IndexError, KeyError, ArithmeticError,
              OverflowError)  # fmt: skip
 
@@ -73,7 +81,7 @@ def _features(program: Program, task: Task, config: Config, sm_count: int) -> di
     shapes = _launch_costs(program, entry, host_env, buffers)
     min_bytes, outputs = _minimum(task, config)
     out: dict[str, float] = {"launches": float(len(shapes)), "log2_min_bytes": _log2(min_bytes),
-                             "log2_outputs": _log2(outputs)}  # fmt: skip
+                             "log2_outputs": _log2(outputs), **host_calls(program)}  # fmt: skip
     if not shapes:
         return out
     threads = [s[0] * s[1] if s[0] and s[1] else math.nan for s in shapes]
@@ -103,8 +111,22 @@ def _features(program: Program, task: Task, config: Config, sm_count: int) -> di
         "log2_shared_bytes_per_thread": _log2(1 + cost.shared_bytes),
         "log2_barriers_per_thread": _log2(1 + cost.barriers),
         "unknown_trip_loops": float(sum(s[2].unknown_loops for s in shapes)),
+        "log2_warp_ops_per_thread": _log2(1 + cost.warp_ops),
+        "log2_global_atomics": _log2(1 + sum((t if t == t else 1.0) * s[2].atomics
+                                             for t, s in zip(threads, shapes, strict=True))),
+        "log2_register_tile": _log2(1 + max(s[2].local_elements for s in shapes)),
+        "log2_shared_over_global": _log2((1 + cost.shared_bytes) / (1 + cost.global_bytes)),
     })  # fmt: skip
     return out
+
+
+def host_calls(program: Program) -> dict[str, float]:
+    """Calls in the host code that cost a round trip per call: allocations and frees, synchronizations."""
+    names = [syntax.text(syntax.child(node, "function")).split("::")[-1].split("<")[0].strip()
+             for kind, function in program.functions.values() if kind == "host"
+             for node in syntax.walk(function) if node.type == "call_expression"]  # fmt: skip
+    return {"host_allocations": float(sum(bool(HOST_ALLOCATIONS.match(n)) for n in names)),
+            "host_syncs": float(sum(bool(HOST_SYNCS.match(n)) for n in names))}  # fmt: skip
 
 
 def _log2_waves_run(waves: float) -> float:

@@ -40,6 +40,10 @@ def add_ranker_commands(subparsers: Any) -> None:
     train.add_argument("--variants", nargs="?", const="shipped", default=None, metavar="PATH",
                        help="also train on the GPU-labelled knob variants of the train tasks (a variant file, "
                             "default: the shipped one; its label streams sit next to it)")
+    train.add_argument("--starter-labels", metavar="PATH",
+                       help="also train on the hand-written starter tasks timed in this labeller stream (e.g. "
+                            "benchmarks/results/starter_labels_h200.jsonl.gz); their figures must then come from "
+                            "benchmarks/ranker_arms_heldout.py --starter-cv, never from the trained model")
     train.add_argument("--out", default=str(SHIPPED), help="model file to write (its provenance goes next to it)")
     train.add_argument("--kind", default="trees", choices=("trees", "logistic"), help="model kind")
     train.add_argument("--sources", default="static,parallelism", help="feature sources, comma-separated")
@@ -128,7 +132,8 @@ def train_command(args: argparse.Namespace) -> int:
     config = TrainConfig(kind=args.kind, sources=tuple(s.strip() for s in args.sources.split(",") if s.strip()),
                          seed=args.seed, rounds=args.rounds, threads=args.threads)  # fmt: skip
     started = time.perf_counter()
-    train_tasks = _train_tasks(args)
+    dataset_train = _train_tasks(args)
+    train_tasks = {**dataset_train, **_starter_tasks(args)}
     records = _records(train_tasks, args, "features of the training tasks")
     pairs = dataset_pairs(train_tasks.values(), config.pair_kinds, config.deadband)
     faster, slower, ctx, kept = pair_rows(pairs, records, config.features)
@@ -143,7 +148,7 @@ def train_command(args: argparse.Namespace) -> int:
         tasks = _tasks(args, split)
         split_pairs = dataset_pairs(tasks.values(), ("perf",), config.deadband)
         split_records = _records(tasks, args, f"features of {split}")
-        seen = {t.family for t in train_tasks.values()}
+        seen = {t.family for t in dataset_train.values()}  # the starter tasks' families are not the dataset's
         figures[split] = _headline(compare(model, split_pairs, split_records, tasks, seen_families=seen))
     provenance = {"model": Path(args.out).name, "dataset_digest": dataset_digest(args.dataset),
                   "labels": label_origin(train_tasks), "trained": datetime.date.today().isoformat(),
@@ -151,12 +156,30 @@ def train_command(args: argparse.Namespace) -> int:
                   "train_seconds": round(seconds, 1),
                   "features": f"from {Path(args.features).name}" if args.features else "extracted in the run",
                   "train_pairs": len(kept), "config": model.meta["config"], **_variant_provenance(args),
+                  **_starter_provenance(args, len(train_tasks) - len(dataset_train)),
                   "metrics": figures, "command": "cudaperf ranker train " + " ".join(sys.argv[3:])}  # fmt: skip
     model = replace(model, meta={**model.meta, "dataset_digest": provenance["dataset_digest"]})
     model.save(args.out)
     provenance_file(args.out).write_text(json.dumps(json_safe(provenance), indent=2) + "\n", encoding="utf-8")
     print(json.dumps(json_safe({"out": args.out, **provenance}), indent=2))
     return 0
+
+
+def _starter_tasks(args: argparse.Namespace) -> dict[str, Task]:
+    """The labelled hand-written starter tasks when ``--starter-labels`` asks (their ids are not the dataset's)."""
+    if getattr(args, "starter_labels", None) is None:
+        return {}
+    from cudaperf_env.ranker.starter import labelled_starter_tasks
+
+    return labelled_starter_tasks(args.starter_labels)
+
+
+def _starter_provenance(args: argparse.Namespace, tasks: int) -> dict[str, Any]:
+    if getattr(args, "starter_labels", None) is None:
+        return {}
+    path = Path(args.starter_labels)
+    return {"starter_labels": {"file": path.name, "digest": hashlib.sha256(path.read_bytes()).hexdigest()[:16],
+                               "tasks": tasks}}  # fmt: skip
 
 
 def _variant_provenance(args: argparse.Namespace) -> dict[str, Any]:

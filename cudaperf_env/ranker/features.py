@@ -61,7 +61,13 @@ PARALLELISM = (
     "thread_fill", "log2_waves", "log2_threads_per_output", "log2_iterations_per_thread", "log2_serial_chain",
     "log2_bytes_per_thread", "log2_traffic_over_minimum", "log2_ops_per_byte", "log2_shared_bytes_per_thread",
     "log2_barriers_per_thread", "unknown_trip_loops",
+    "log2_warp_ops_per_thread", "log2_global_atomics", "log2_register_tile", "log2_shared_over_global",
+    "host_allocations", "host_syncs",
 )  # fmt: skip
+HAND_WRITTEN = tuple(f"parallelism/{n}" for n in PARALLELISM[PARALLELISM.index("log2_warp_ops_per_thread"):])
+"""The parallelism features added for what hand-written kernels do (warp collectives, guarded atomics,
+register tiles, shared-memory reuse, host round trips). Extracted, but left out of training by default
+(``TrainConfig.exclude``): they did not carry to new families in leave-families-out CV."""
 CONTEXT = ("log2_min_bytes", "log2_outputs", "is_perf")
 """Features of the configuration, the same for both sides of a pair: never differenced."""
 

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from cudaperf_env.dataset.gpu_labels import DEADBAND
-from cudaperf_env.ranker.features import CONTEXT, FEATURES, SOURCES, context, vector
+from cudaperf_env.ranker.features import CONTEXT, FEATURES, HAND_WRITTEN, SOURCES, context, vector
 from cudaperf_env.ranker.model import KINDS, PairwiseModel, from_lightgbm
 from cudaperf_env.ranker.pairs import Pair
 
@@ -42,6 +42,10 @@ class TrainConfig:
         min_leaf: Minimum (weighted) pairs per leaf.
         l2: L2 penalty (logistic: on standardized coefficients; trees: on leaf values).
         threads: Threads LightGBM may use.
+        exclude: Feature names (``source/name``) left out of the chosen sources. By default the
+            hand-written-kernel features (:data:`~cudaperf_env.ranker.features.HAND_WRITTEN`): tried for
+            issue 13 and not adopted (leave-families-out CV: no gain; docs/structural-analysis.md).
+        extra: Further LightGBM parameters, overriding the defaults.
     """
 
     kind: str = "trees"
@@ -55,6 +59,7 @@ class TrainConfig:
     min_leaf: int = 20
     l2: float = 1.0
     threads: int = 1
+    exclude: tuple[str, ...] = HAND_WRITTEN
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -65,13 +70,17 @@ class TrainConfig:
             raise ValueError(f"sources must be a non-empty subset of {', '.join(SOURCES)}, got {self.sources}")
         if not set(self.pair_kinds) <= {"shown", "hidden", "perf"} or not self.pair_kinds:
             raise ValueError(f"pair_kinds must be a non-empty subset of shown, hidden, perf, got {self.pair_kinds}")
+        unknown_names = set(self.exclude) - {name for name, _ in FEATURES}
+        if unknown_names:
+            raise ValueError(f"exclude names unknown features {sorted(unknown_names)}; names look like "
+                             f"'parallelism/log2_threads' (see ranker.features.FEATURES)")  # fmt: skip
         if self.rounds < 1 or self.leaves < 2 or not 0 < self.learning_rate <= 1 or self.threads < 1:
             raise ValueError("rounds >= 1, leaves >= 2, 0 < learning_rate <= 1 and threads >= 1 are required")
 
     @property
     def features(self) -> tuple[str, ...]:
         """The feature names this configuration trains on."""
-        return tuple(name for name, source in FEATURES if source in self.sources)
+        return tuple(name for name, source in FEATURES if source in self.sources and name not in self.exclude)
 
 
 def pair_rows(pairs: Sequence[Pair], records: Records, names: Sequence[str]
@@ -162,5 +171,6 @@ def _config_table(config: TrainConfig) -> dict[str, Any]:
     return {"kind": config.kind, "sources": list(config.sources), "pair_kinds": list(config.pair_kinds),
             "deadband": config.deadband, "seed": config.seed, "rounds": config.rounds, "leaves": config.leaves,
             "learning_rate": config.learning_rate, "min_leaf": config.min_leaf, "l2": config.l2,
+            **({"exclude": list(config.exclude)} if config.exclude != HAND_WRITTEN else {}),
             **({"extra": dict(config.extra)} if config.extra else {})}  # fmt: skip
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from cudaperf_env.cli import main
+from cudaperf_env.ranker.starter import labelled_starter_tasks
 from tests.cudaperf_env.ranker.conftest import GRID_STRIDE
 
 
@@ -46,3 +48,26 @@ def test_score_unknown_task_says_what_it_accepts(tmp_path, capsys):
 def test_unknown_subcommand_is_an_argparse_error():
     with pytest.raises(SystemExit):
         run(["ranker", "fly"])
+
+
+STARTER_LABELS = Path(__file__).resolve().parents[3] / "benchmarks" / "results" / "starter_labels_h200.jsonl.gz"
+
+
+def test_starter_tasks_fold_the_committed_labels():
+    tasks = labelled_starter_tasks(STARTER_LABELS)
+    assert len(tasks) == 34 and all(t.id.startswith("c2cuda/") for t in tasks.values())
+    labelled = [i for t in tasks.values() for i in t.implementations if i.labels]
+    assert labelled and {label.card for i in labelled for label in i.labels} == {"NVIDIA H200"}
+    with pytest.raises(FileNotFoundError, match="no starter label stream at"):
+        labelled_starter_tasks(STARTER_LABELS.with_name("nope.jsonl.gz"))
+
+
+def test_train_with_starter_labels_adds_their_pairs_and_records_them(fixture_dataset, tmp_path):
+    argv = ["ranker", "train", "--dataset", str(fixture_dataset), "--kind", "logistic"]
+    assert run([*argv, "--out", str(tmp_path / "plain.json")]) == 0
+    assert run([*argv, "--out", str(tmp_path / "model.json"), "--starter-labels", str(STARTER_LABELS)]) == 0
+    plain = json.loads((tmp_path / "plain_provenance.json").read_text())
+    provenance = json.loads((tmp_path / "model_provenance.json").read_text())
+    assert "starter_labels" not in plain and provenance["train_pairs"] > plain["train_pairs"]
+    assert provenance["starter_labels"] == {"file": STARTER_LABELS.name, "tasks": 34,
+                                            "digest": provenance["starter_labels"]["digest"]}  # fmt: skip

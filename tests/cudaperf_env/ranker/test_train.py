@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -31,6 +33,21 @@ def test_same_seed_same_model_and_it_learns_the_direction(kind):
         assert one.weights[it] < 0  # more serial iterations: slower
 
 
+def test_hand_written_features_are_out_by_default_and_in_when_asked():
+    from cudaperf_env.ranker.features import HAND_WRITTEN
+
+    default, full = TrainConfig(sources=("parallelism",)), TrainConfig(sources=("parallelism",), exclude=())
+    assert set(full.features) - set(default.features) == set(HAND_WRITTEN)
+    faster, slower, ctx, w, _ = _rows()  # rows of the default features
+    assert "exclude" not in fit(replace(default, kind="logistic"), faster, slower, ctx, w).meta["config"]
+    wide = np.zeros((len(faster), len(full.features)))
+    keep = [full.features.index(n) for n in default.features]
+    wide_faster, wide_slower = wide.copy(), wide.copy()
+    wide_faster[:, keep], wide_slower[:, keep] = faster, slower
+    model = fit(replace(full, kind="logistic"), wide_faster, wide_slower, ctx, w)
+    assert model.features == full.features and model.meta["config"]["exclude"] == []
+
+
 def test_no_pairs_says_what_to_check():
     config = TrainConfig(kind="logistic", sources=("parallelism",))
     empty = np.zeros((0, len(config.features)))
@@ -43,6 +60,7 @@ def test_no_pairs_says_what_to_check():
     ({"sources": ("ncu",)}, "sources must be a non-empty subset"),
     ({"pair_kinds": ()}, "pair_kinds must be a non-empty subset"),
     ({"rounds": 0}, "rounds >= 1"),
+    ({"exclude": ("parallelism/nope",)}, r"exclude names unknown features \['parallelism/nope'\]"),
 ])  # fmt: skip
 def test_config_errors(bad, message):
     with pytest.raises(ValueError, match=message):
