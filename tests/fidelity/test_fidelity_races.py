@@ -58,6 +58,22 @@ RACY = {
         "  atomicAdd(&total, s[t]);\n  if (t == 0) atomicAdd(out, total);\n"),
 }
 
+# Threads of one block store different values to one word, with no order between them: the detector
+# names it (the last store wins on a GPU, whichever it is).
+LAST_WRITER_WINS = kernel(
+    "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) slot[0] = i;\n  __syncthreads();\n"
+    "  if (i < n && threadIdx.x == 0) atomicAdd(out, x[i] + 0.0f * slot[0]);\n"
+    "  if (i < n && threadIdx.x != 0) atomicAdd(out, x[i]);\n",
+    prelude="__device__ int slot[1];\n")
+
+
+def test_different_values_stored_by_unordered_threads_are_a_race():
+    from cudaperf_env.evaluate import EvalOptions
+
+    e = Evaluator(CpuBackend(timeout_s=30.0), EvalOptions(schedules=0)).evaluate(SUM, LAST_WRITER_WINS, seed=1)
+    assert e.status == "wrong_answer" and "stored different values" in e.message, e.message
+
+
 # Correct whatever order threads run in on the CPU (each read-modify-write runs whole), wrong on a GPU:
 # only the shadow-memory race detector sees them.
 LOST_UPDATES = {
@@ -79,6 +95,12 @@ LOST_UPDATES = {
 }
 
 BENIGN = {
+    # Many threads store the same value to one word (a visited flag): every order leaves the same bytes.
+    "same_value_flag_writes": kernel(
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i < n && x[i] == x[i]) flag[0] = 1;\n  if (i < n) atomicAdd(out, x[i]);\n",
+        launch=f"  k<<<{GRID}>>>(n, x, out);\n  check<<<1, 1>>>(out);\n",
+        prelude="__device__ int flag[1];\n__global__ void check(float* out) { if (flag[0] != 1) out[0] = -1.0f; }\n"),
     "atomic_per_element": kernel(
         "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) atomicAdd(out, x[i]);\n"),
     "tree_with_barriers": kernel(

@@ -255,6 +255,7 @@ CUDAPERF_LINKED void launch_erased(const char* kernel, int line, dim3 grid, dim3
   if (workers > 1) pool().run_helpers(&job, static_cast<unsigned>(workers - 1));
   run_blocks(w, job);
   if (workers > 1) pool().wait();
+  race_launch_end();
   arena_close(false);
   __atomic_fetch_add(&g_launch_count, 1ULL, __ATOMIC_RELAXED);
 }

@@ -13,6 +13,11 @@
 // collective (__syncwarp, a shuffle, a vote) completed between them. Threads of different blocks
 // are never ordered (the end of the launch is). There is no implicit warp-synchronous execution.
 //
+// Two plain writes of the *same value* are not reported (compute-sanitizer's racecheck calls such a
+// write-after-write benign: every order leaves the same bytes, e.g. many threads marking a visited
+// flag): a write-after-write conflict is kept pending with the bytes its word held, and reported
+// at the next checked access or the launch's end only if the second write changed them.
+//
 // Shadow: a direct-mapped table of kRaceCells cells, one per 4-byte word (a tag names the word;
 // a colliding word evicts the older history: a missed race, never a false one). Races are
 // reported as the fatal kind `race` (exit code 76), naming the memory, the two threads and the
@@ -39,6 +44,15 @@ struct RaceCell {
   uintptr_t w_pc, r_pc;
 };
 
+// A write-after-write conflict whose verdict waits for the second write's bytes (see the header).
+struct RacePending {
+  const unsigned char* word;  // the word's first byte
+  unsigned char mask;         // bytes both writes touched
+  unsigned char before[4];    // the word before the second write
+  Line message;               // the report, should the write have changed them
+};
+constexpr unsigned kRacePending = 16;
+
 struct RaceState {
   bool on = false;
   bool busy = false;  // inside race_access: the detector's own (instrumented) accesses are not checked
@@ -51,6 +65,8 @@ struct RaceState {
   const char* own_tls[8][2];  // the runtime's own thread-locals, excluded
   unsigned own_tls_count = 0;
   uintptr_t module_base = 0;
+  unsigned pending_count = 0;
+  RacePending pending[kRacePending];
 };
 inline RaceState g_race;
 
@@ -58,6 +74,7 @@ inline RaceState g_race;
 CUDAPERF_COLD CUDAPERF_LINKED void race_prepare();
 CUDAPERF_COLD CUDAPERF_LINKED void race_access(const void* addr, size_t size, bool write, bool atomic,
                                                uintptr_t pc);
+CUDAPERF_COLD CUDAPERF_LINKED void race_settle();
 #else
 struct TlsSearch {
   uintptr_t base;
@@ -135,11 +152,10 @@ inline CUDAPERF_COLD void race_describe(Line& m, const char* what, unsigned thre
   m.str(" (code offset ").hex(pc - g_race.module_base).str(")");
 }
 
-[[noreturn]] inline CUDAPERF_COLD void race_report(const char* addr, int space, const RaceCell& c,
-                                            bool earlier_write, bool write, bool atomic,
-                                            unsigned me, unsigned block, uintptr_t pc) {
+inline CUDAPERF_COLD void race_message(Line& m, const char* addr, int space, const RaceCell& c,
+                                       bool earlier_write, bool write, bool atomic, unsigned me, unsigned block,
+                                       uintptr_t pc) {
   const Worker& w = *tls_worker;
-  Line m;
   m.str("in kernel ").str(w.kernel).str(" (launched at line ").num(w.launch_line).str("): ");
   const DeviceRegion* r = space == 1 ? device_region_of(addr) : nullptr;
   if (r != nullptr && r->arg >= 0) {
@@ -162,6 +178,13 @@ inline CUDAPERF_COLD void race_describe(Line& m, const char* what, unsigned thre
                 me, block, pc);
   m.str(space == 2 || c.w_block == block ? " with no __syncthreads() or __syncwarp() between"
                                          : " in different blocks of one launch");
+}
+
+[[noreturn]] inline CUDAPERF_COLD void race_report(const char* addr, int space, const RaceCell& c,
+                                            bool earlier_write, bool write, bool atomic,
+                                            unsigned me, unsigned block, uintptr_t pc) {
+  Line m;
+  race_message(m, addr, space, c, earlier_write, write, atomic, me, block, pc);
   fatal_exit_flush("race", kExitRace, m);
 }
 
@@ -174,8 +197,26 @@ inline bool race_ordered(unsigned thread, unsigned block, unsigned epoch, unsign
   return thread / 32 == me / 32 && wepoch != static_cast<unsigned short>(w.race_warp_epoch[me / 32]);
 }
 
+// The pending write-after-write conflicts: each is a race if the second write changed its word's bytes
+// (the write has landed: this runs at the next checked access, or at the launch's end).
+CUDAPERF_COLD CUDAPERF_LINKED void race_settle() {
+  unsigned count = g_race.pending_count;
+  g_race.pending_count = 0;
+  for (unsigned i = 0; i < count; ++i) {
+    const RacePending& p = g_race.pending[i];
+    for (unsigned b = 0; b < 4; ++b) {
+      if ((p.mask >> b & 1u) != 0 && p.word[b] != p.before[b]) {
+        Line m = p.message;
+        m.str("; the two writes stored different values");
+        fatal_exit_flush("race", kExitRace, m);
+      }
+    }
+  }
+}
+
 CUDAPERF_COLD CUDAPERF_LINKED void race_access(const void* addr, size_t size, bool write, bool atomic,
                                                uintptr_t pc) {
+  if (g_race.pending_count != 0) race_settle();
   Worker* wp = tls_worker;
   if (wp == nullptr || wp->kernel == nullptr || g_race.cells == nullptr) return;
   const Worker& w = *wp;
@@ -209,7 +250,15 @@ CUDAPERF_COLD CUDAPERF_LINKED void race_access(const void* addr, size_t size, bo
     if (c.w_thread != 0 && (c.w_mask & mask) != 0 && !(earlier_atomic && (atomic || !write)) &&
         !race_ordered(c.w_thread - 1, c.w_block, c.w_epoch, c.w_wepoch, w, me, block) &&
         !(cross_ok && c.w_block != block)) {
-      race_report(a, space, c, true, write, atomic, me, block, pc);
+      if (!write || atomic || earlier_atomic || g_race.pending_count == kRacePending) {
+        race_report(a, space, c, true, write, atomic, me, block, pc);
+      }
+      RacePending& p = g_race.pending[g_race.pending_count++];  // plain after plain: same bytes are benign
+      p.word = reinterpret_cast<const unsigned char*>(lo);
+      p.mask = static_cast<unsigned char>(c.w_mask & mask);
+      std::memcpy(p.before, p.word, 4);
+      p.message = Line();
+      race_message(p.message, a, space, c, true, write, atomic, me, block, pc);
     }
     if (write && !atomic && c.r_thread != 0 && (c.r_mask & mask) != 0) {
       bool other = (c.flags & 2) != 0 || c.r_thread - 1 != me || c.r_block != block;
@@ -245,6 +294,11 @@ CUDAPERF_COLD CUDAPERF_LINKED void race_access(const void* addr, size_t size, bo
   }
 }
 #endif
+
+// Called by launch_erased after a launch ran: the last write-after-write conflicts are judged.
+inline void race_launch_end() {
+  if (g_race.on && g_race.pending_count != 0) race_settle();
+}
 
 // Called by launch_erased before a launch runs: the resources file's `racecheck 1` turns it on.
 inline void race_launch_begin() {
