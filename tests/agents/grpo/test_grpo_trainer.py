@@ -207,3 +207,33 @@ def test_full_fine_tune_checkpoints_and_resumes_exactly(tmp_path, tiny_tokenizer
     resumed = weights(config(tmp_path / "b", lora_r=0, turns=1, tasks_per_step=1, lr=1e-3, max_minutes=1e-6))
     for k in straight:
         assert torch.equal(straight[k], resumed[k]), k
+
+
+def test_forward_logprobs_projects_only_the_reply_tail_and_matches_the_full_projection(tiny_tokenizer):
+    from agents.grpo.batch import collate, turn_sample
+    from agents.grpo.loss import completion_logprobs
+    from agents.grpo.trainer import forward_logprobs
+
+    model = tiny_model(tiny_tokenizer).eval()
+    prompts = [[{"role": "user", "content": "Write saxpy in CUDA, with a long prompt " * k}] for k in (1, 4)]
+    replies = ("__global__ void k()", "x")
+    samples = [turn_sample(tiny_tokenizer, m, reply, 1.0) for m, reply in zip(prompts, replies, strict=True)]
+    batch = collate(samples, tiny_tokenizer.pad_token_id)
+    cfg = GRPOConfig(out="unused", model="tiny", temperature=0.7)
+    seen = {}
+
+    def count_positions(_module, _inputs, out):
+        seen.setdefault("positions", out.shape[1])
+
+    hook = model.lm_head.register_forward_hook(count_positions)
+    with torch.no_grad():
+        logp, entropy = forward_logprobs(model, batch, cfg, "cpu")
+        hook.remove()
+        full = completion_logprobs(model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits,
+                                   batch["input_ids"], 0.7)  # fmt: skip
+    width, mask = batch["input_ids"].shape[1], batch["mask"].bool()
+    first = int(mask.any(0).nonzero()[0])
+    assert seen["positions"] == width - first + 1 < width  # the shorter prompt's reply starts the kept tail
+    assert logp.shape == entropy.shape == (2, width)
+    assert torch.allclose(logp[mask], full[0][mask], atol=1e-5)
+    assert torch.allclose(entropy[mask], full[1][mask], atol=1e-4)
