@@ -49,6 +49,8 @@ def rollout_metrics(records: Sequence[TurnRecord]) -> dict[str, float]:
         "turns/mean": _mean([float(len(t)) for t in trajs.values()]),
     }
     out.update({f"reward/{name}": _mean(values) for name, values in sorted(terms.items())})
+    stages = sorted({k for r in records for k in r.info if k.startswith("seconds/")})
+    out.update({f"grade/{k}": _mean([r.info.get(k, 0.0) for r in records]) for k in stages})  # mean per reply
     statuses: dict[str, int] = defaultdict(int)
     for r in records:
         statuses[r.status] += 1
@@ -64,9 +66,12 @@ def timing(records: Sequence[TurnRecord], rollout_s: float, gen_s: float, opt_s:
     for its grading); ``evaluation_s`` is the grading time summed over tasks (it overlaps
     generation, so it may exceed what it costs the step).
     """
-    graded = {(r.task_id, r.seed, r.turn): r.grade_seconds for r in records}
+    # One grading call per key: a task's turn (overlapped rollouts), or every task's turn at once
+    # (batched rollouts: its records share the call's wall time, so summing per task would count it
+    # once per task).
+    graded = {(r.turn, r.grade_seconds) for r in records}
     wait = max(0.0, rollout_s - gen_s)
-    evaluation = sum(graded.values())
+    evaluation = sum(seconds for _, seconds in graded)
     return {"time/step_s": step_s, "time/rollout_s": rollout_s, "time/generation_s": gen_s,
             "time/evaluation_s": evaluation, "time/eval_wait_s": wait, "time/optimization_s": opt_s,
             "time/eval_wait_share": wait / step_s if step_s > 0 else math.nan,

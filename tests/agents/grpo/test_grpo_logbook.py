@@ -1,6 +1,7 @@
 """Step metrics from graded turns, and where they are written."""
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -36,6 +37,13 @@ def test_timing_splits_the_step_and_measures_the_wait_for_evaluation():
     assert t["time/eval_wait_share"] == pytest.approx(3 / 16) and t["time/eval_hidden_share"] == pytest.approx(0.5)
 
 
+def test_a_batched_grading_call_shared_by_several_tasks_counts_once():
+    batched = [replace(r, task_id=task) for task in ("a", "b", "c", "d") for r in RECORDS]
+    t = timing(batched, rollout_s=13.0, gen_s=7.0, opt_s=1.0, step_s=14.0)
+    assert t["time/evaluation_s"] == 6.0 and t["time/eval_wait_s"] == 6.0  # the generator waited for all of it
+    assert t["time/eval_hidden_share"] == 0.0
+
+
 def test_metrics_file_drops_steps_after_the_resumed_checkpoint(tmp_path):
     book = Logbook(tmp_path, 5, tensorboard=False, progress=False, start_step=0)
     for step in (1, 2, 3):
@@ -58,3 +66,10 @@ def test_tensorboard_scalars_are_written(tmp_path):
     events.Reload()
     assert set(events.Tags()["scalars"]) == {"reward/total", "time/eval_wait_share"}
     assert events.Scalars("reward/total")[0].value == 0.25
+
+
+def test_grading_stages_are_averaged_per_reply():
+    timed = [replace(RECORDS[0], info={"seconds/build": 2.0, "seconds/total": 3.0}),
+             replace(RECORDS[1], info={"seconds/total": 1.0})]  # fmt: skip
+    m = rollout_metrics(timed)
+    assert m["grade/seconds/build"] == 1.0 and m["grade/seconds/total"] == 2.0
