@@ -38,7 +38,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from agents.grpo.ablation_results import arm_result, plot_curves
+from agents.grpo.ablation_results import arm_result, merge_arm, plot_curves
 
 ARMS: Mapping[str, tuple[str, bool]] = MappingProxyType({
     "speedup_only": ("speedup_only", False),
@@ -89,6 +89,9 @@ class AblationConfig:
         max_minutes: Stop starting jobs past this budget (0: none); re-run to continue.
         eval_minutes: Budget needed to start an evaluation job (it is killed at the deadline otherwise).
         train_minutes: Budget needed to start a training job (loading, engine start-up and one step).
+        merge: Earlier results of the same ablation (JSON) to combine with this run's: the seeds this
+            run measured nothing of are taken from it, so seeds can run in separate device sessions
+            (``--seeds 0``, then ``--seeds 1 --merge`` the first results). Its settings must match.
     """
 
     model: str
@@ -119,6 +122,7 @@ class AblationConfig:
     max_minutes: float = 0.0
     eval_minutes: float = 4.0
     train_minutes: float = 3.0
+    merge: str = ""
 
     def __post_init__(self) -> None:
         unknown = [a for a in self.arms if a not in ARMS]
@@ -264,6 +268,30 @@ def device_info() -> dict[str, str]:
     return {"card": card.strip(), "driver": driver.strip()}
 
 
+SAME_IN_MERGED = ("steps", "turns", "group", "tasks_per_step", "max_tokens", "lr", "temperature", "train_split",
+                  "train_limit", "eval_splits", "eval_limit", "eval_group", "backend")  # fmt: skip
+"""Settings that results combined with ``--merge`` must share (the rest, such as GPUs, may differ)."""
+
+
+class MergeMismatchError(ValueError):
+    """Results given to ``--merge`` were made with other settings."""
+
+
+def merged(earlier: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
+    """``now``'s results with ``earlier``'s seeds added where ``now`` measured nothing of them (pure)."""
+    differ = [k for k in SAME_IN_MERGED if earlier["config"].get(k) != now["config"].get(k)]
+    if earlier.get("experiment") != now["experiment"] or differ:
+        raise MergeMismatchError(f"the results to merge were made with other settings ({', '.join(differ)}): "
+                                 "run this session with the same values, or write to a new results file")  # fmt: skip
+    before = {a["name"]: a for a in earlier["arms"]}
+    arms = [merge_arm(before[a["name"]], a) if a["name"] in before else a for a in now["arms"]]
+    jobs = {**earlier["jobs"], **now["jobs"]}
+    seeds = sorted({s for a in arms for s in a["seeds"]})
+    commands = [*earlier.get("commands", [earlier["command"]]), now["command"]]
+    return {**now, "commands": commands, "complete": all(v == "done" for v in jobs.values()), "jobs": jobs,
+            "config": {**now["config"], "seeds": seeds}, "arms": arms}  # fmt: skip
+
+
 def write_results(config: AblationConfig, state: dict[str, str], command: str) -> dict[str, Any]:
     """``config.results`` (JSON, whatever is finished so far) and the training curves next to it."""
     runs, evals = Path(config.out) / "runs", Path(config.out) / "eval"
@@ -279,12 +307,13 @@ def write_results(config: AblationConfig, state: dict[str, str], command: str) -
                    "eval_splits": list(config.eval_splits)},  # fmt: skip
         "arms": arms,
     }
+    if config.merge:
+        results = merged(json.loads(Path(config.merge).read_text(encoding="utf-8")), results)
     path = Path(config.results)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    curves = {a: [run_dir(config, a, s) for s in config.seeds] for a in config.arms}
-    if any((d / "metrics.jsonl").is_file() for ds in curves.values() for d in ds):
-        plot_curves(curves, path.with_name(path.stem + "_curves.png"))
+    if any(entry.get("curve") for arm in results["arms"] for entry in arm["per_seed"]):
+        plot_curves(results["arms"], path.with_name(path.stem + "_curves.png"))
     return results
 
 

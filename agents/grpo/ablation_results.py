@@ -23,6 +23,8 @@ METRICS = ("pass_at_1", "fast_1", "fast_1_5", "geomean_speedup")
 # Two-sided 95% Student t quantiles by degrees of freedom (n - 1); beyond the table, the normal's 1.96.
 T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228}
 
+CURVE_KEYS = ("reward/total", "pass_rate/trajectory", "time/eval_wait_share")
+
 STEP_TIMES = ("time/step_s", "time/generation_s", "time/evaluation_s", "time/optimization_s", "time/eval_wait_s",
               "time/eval_wait_share")  # fmt: skip
 
@@ -76,18 +78,42 @@ def arm_result(name: str, preset: str, ranker: bool, seeds: Sequence[int], steps
     """One arm's entry of ``grpo_ablation.json``: per seed start/final held-out metrics, intervals over seeds."""
     per_seed: list[dict[str, Any]] = []
     for seed in seeds:
-        start = evaluation(evals / "start" / f"seed-{seed}", splits)
-        final = evaluation(evals / name / f"seed-{seed}", splits)
-        per_seed.append({"seed": seed, "start": start, "final": final,
-                         "step_times": step_times(runs / name / f"seed-{seed}")})  # fmt: skip
+        run = runs / name / f"seed-{seed}"
+        per_seed.append({"seed": seed, "start": evaluation(evals / "start" / f"seed-{seed}", splits),
+                         "final": evaluation(evals / name / f"seed-{seed}", splits),
+                         "step_times": step_times(run), "curve": curve(run)})  # fmt: skip
+    return {"name": name, "preset": preset, "ranker": ranker, "seeds": list(seeds), "steps": steps,
+            "per_seed": per_seed, "summary": summarize(per_seed)}  # fmt: skip
+
+
+def summarize(per_seed: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Mean and interval over seeds of each final metric and of its change from the start model."""
     summary: dict[str, Any] = {"final": {}, "delta": {}}
     for metric in METRICS:
         finals = [s["final"][metric] if s["final"] else None for s in per_seed]
         deltas = [s["final"][metric] - s["start"][metric] if _both(s, metric) else None for s in per_seed]
         summary["final"][metric] = mean_ci(finals)
         summary["delta"][metric] = mean_ci(deltas)
-    return {"name": name, "preset": preset, "ranker": ranker, "seeds": list(seeds), "steps": steps,
-            "per_seed": per_seed, "summary": summary}  # fmt: skip
+    return summary
+
+
+def merge_arm(earlier: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
+    """``now``'s arm with the seeds it did not measure taken from ``earlier`` (the same arm, another session).
+
+    A seed this run measured anything of (an evaluation or a logged step) keeps this run's entry.
+    """
+    kept = {e["seed"]: e for e in now["per_seed"] if measured(e)}
+    for entry in earlier["per_seed"]:
+        kept.setdefault(entry["seed"], entry)
+    for entry in now["per_seed"]:
+        kept.setdefault(entry["seed"], entry)
+    per_seed = [kept[s] for s in sorted(kept)]
+    return {**now, "seeds": sorted(kept), "per_seed": per_seed, "summary": summarize(per_seed)}
+
+
+def measured(entry: dict[str, Any]) -> bool:
+    """Whether a per-seed entry holds any measurement."""
+    return bool(entry["start"] or entry["final"] or entry["step_times"].get("steps_logged"))
 
 
 def _both(seed_entry: dict[str, Any], metric: str) -> bool:
@@ -95,22 +121,27 @@ def _both(seed_entry: dict[str, Any], metric: str) -> bool:
     return bool(start and final and start[metric] is not None and final[metric] is not None)
 
 
-def plot_curves(arms: dict[str, list[Path]], path: Path, keys: Sequence[str] = ("reward/total",
-                "pass_rate/trajectory", "time/eval_wait_share")) -> Path:  # fmt: skip
-    """Training curves: each key against step, one line per arm (mean over its seeds' runs)."""
+def curve(run_dir: Path) -> list[dict[str, Any]]:
+    """The run's :data:`CURVE_KEYS` per logged step (kept in the results, so merged sessions plot together)."""
+    return [{"step": int(row["step"]), **{k: row.get(k) for k in CURVE_KEYS}}
+            for row in read_metrics(run_dir / "metrics.jsonl")]  # fmt: skip
+
+
+def plot_curves(arms: Sequence[dict[str, Any]], path: Path, keys: Sequence[str] = CURVE_KEYS) -> Path:
+    """Training curves of the results' arms: each key against step, one line per arm (mean over its seeds)."""
     from agents.plots import _pyplot, _save
 
     plt = _pyplot()
     fig, axes = plt.subplots(1, len(keys), figsize=(4.5 * len(keys), 3.5))
     for ax, key in zip(axes, keys, strict=True):
-        for arm, run_dirs in arms.items():
+        for arm in arms:
             by_step: dict[int, list[float]] = {}
-            for run in run_dirs:
-                for row in read_metrics(run / "metrics.jsonl"):
+            for entry in arm["per_seed"]:
+                for row in entry.get("curve", []):
                     if row.get(key) is not None:
                         by_step.setdefault(int(row["step"]), []).append(float(row[key]))
             steps = sorted(by_step)
-            ax.plot(steps, [sum(by_step[s]) / len(by_step[s]) for s in steps], label=arm, marker=".")
+            ax.plot(steps, [sum(by_step[s]) / len(by_step[s]) for s in steps], label=arm["name"], marker=".")
         ax.set(xlabel="step", title=key)
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=8)

@@ -155,3 +155,33 @@ def test_boolean_options_are_flags_passed_to_the_runs(tmp_path, capsys):
     assert main([*args, "--static-cache", "--eval-policy", "transformers"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[2].endswith("--tensorboard --static-cache") and lines[1].endswith("--static-cache")
+
+
+def session(seed, pass_at_1, **config):
+    """Results of a session that ran one seed of one arm (as write_results lays them out)."""
+    metrics = {"pass_at_1": pass_at_1, "fast_1": 0.0, "fast_1_5": 0.0, "geomean_speedup": None}
+    entry = {"seed": seed, "start": {**metrics, "pass_at_1": 0.0}, "final": metrics,
+             "step_times": {"steps_logged": 2}, "curve": [{"step": 1, "reward/total": 0.1}]}  # fmt: skip
+    unmeasured = {"seed": 1 - seed, "start": None, "final": None, "step_times": {"steps_logged": 0}, "curve": []}
+    entries = sorted([entry, unmeasured], key=lambda e: e["seed"]) if config.pop("both", False) else [entry]
+    arm = {"name": "speedup_only", "preset": "speedup_only", "ranker": False, "seeds": [seed], "steps": 2,
+           "per_seed": entries}
+    return {"experiment": "grpo_reward_ablation", "command": f"python -m agents.grpo.ablation --seeds {seed}",
+            "complete": True, "jobs": {f"train-speedup_only-s{seed}": "done"},
+            "config": {"steps": 2, "eval_limit": 12, "seeds": [seed], **config}, "arms": [arm]}  # fmt: skip
+
+
+def test_sessions_of_one_seed_each_merge_into_one_ablation():
+    from agents.grpo.ablation import MergeMismatchError, merged
+
+    both = merged(session(0, 0.25), session(1, 0.75, both=True))  # the second session listed seed 0 unmeasured
+    arm = both["arms"][0]
+    assert arm["seeds"] == [0, 1] and [e["final"]["pass_at_1"] for e in arm["per_seed"]] == [0.25, 0.75]
+    assert arm["summary"]["delta"]["pass_at_1"]["mean"] == pytest.approx(0.5)
+    assert arm["summary"]["delta"]["pass_at_1"]["n"] == 2
+    assert both["config"]["seeds"] == [0, 1] and both["complete"] and len(both["commands"]) == 2
+    assert set(both["jobs"]) == {"train-speedup_only-s0", "train-speedup_only-s1"}
+    again = merged(both, session(1, 0.5))  # a seed measured again: this session's figures win
+    assert [e["final"]["pass_at_1"] for e in again["arms"][0]["per_seed"]] == [0.25, 0.5]
+    with pytest.raises(MergeMismatchError, match="eval_limit"):
+        merged(session(0, 0.25), session(1, 0.75, eval_limit=64))
