@@ -58,9 +58,9 @@ def test_group_rollout_records_every_turn_with_rewards_and_returns(evaluator, tm
         assert key in lines[0]
     assert lines[0]["model"] == "script" and lines[3]["reward_terms"]["correct"] == 1.0
     assert read_records(out) == records
-    # where grading time went, stage by stage: a correct reply was built and run
+    # where grading time went, stage by stage: a correct reply was built (or found built) and run
     ok = records[3].info
-    assert ok["seconds/total"] >= ok["seconds/build"] > 0 and "seconds/run" in ok
+    assert ok["seconds/total"] > 0 and {"seconds/build", "seconds/run"} <= set(ok)  # build: 0 when cached
 
 
 def test_report_over_the_written_trajectories(evaluator, tmp_path):
