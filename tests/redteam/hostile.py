@@ -103,9 +103,9 @@ def _under_another_session(pid: int) -> bool:
     for _ in range(64):
         try:
             pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-            if pid <= 1:
+            if pid <= 1 or pid == os.getpid():  # an orphan, or one of this session's (process or xdist worker)
                 return False
-            if pid != os.getpid() and b"pytest" in Path(f"/proc/{pid}/cmdline").read_bytes():
+            if b"pytest" in Path(f"/proc/{pid}/cmdline").read_bytes():
                 return True
         except (OSError, ValueError, IndexError):
             return False
