@@ -131,7 +131,11 @@ CUDAPERF_COLD CUDAPERF_LINKED void install_signal_handlers() {
   struct sigaction sa;
   std::memset(&sa, 0, sizeof sa);
   sa.sa_sigaction = &on_fatal_signal;
-  sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESETHAND;
+  // No SA_RESETHAND: dispositions are per process, so a second kernel thread faulting while the first
+  // writes its report would be killed by the default action and the report lost ("killed by SIGSEGV";
+  // seen under load). It enters the handler and waits in fatal_exit instead. A fault inside the
+  // handler still kills the process: the signal is blocked there (no SA_NODEFER).
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
   sigemptyset(&sa.sa_mask);
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGABRT, SIGILL}) ::sigaction(sig, &sa, nullptr);
 }
