@@ -18,7 +18,6 @@ Run: ``python benchmarks/ranker_arms_heldout.py --features FILE --out benchmarks
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import time
@@ -28,7 +27,7 @@ from typing import Any
 
 import numpy as np
 from ranker_starter import labelled_starter_tasks
-from ranker_transfer_cv import ARMS, Weigh
+from ranker_transfer_cv import ARMS, Weigh, arm_parser, chosen_arms
 
 from cudaperf_env.dataset import load_dataset
 from cudaperf_env.dataset.variants import load_variant_tasks
@@ -93,16 +92,10 @@ def starter_cv(config: TrainConfig, weigh: Weigh, pairs: Sequence[Pair], records
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--features", help="feature records file (missing records are computed)")
-    parser.add_argument("--out", required=True, help="JSON file the figures are appended to, arm by arm")
-    parser.add_argument("--arms", help="only these arms (comma-separated names; default: all)")
+    parser = arm_parser(__doc__)
     parser.add_argument("--starter-cv", action="store_true", help="also the leave-one-starter-family-out figure")
     args = parser.parse_args()
-    chosen = [a.strip() for a in args.arms.split(",")] if args.arms else list(ARMS)
-    unknown = set(chosen) - set(ARMS)
-    if unknown:
-        parser.error(f"unknown arms {sorted(unknown)}; known: {', '.join(ARMS)}")
+    chosen = chosen_arms(parser, args.arms)
     out = Path(args.out)
     result = json.loads(out.read_text()) if out.is_file() else {}
     train, test, starter = load_variant_tasks("train"), load_dataset("test"), labelled_starter_tasks()

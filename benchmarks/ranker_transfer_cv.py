@@ -75,16 +75,28 @@ ARMS: dict[str, tuple[TrainConfig, Weigh]] = {
 }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def arm_parser(description: str | None) -> argparse.ArgumentParser:
+    """The options every arm benchmark takes: --features, --out, --arms."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--features", help="feature records file (missing records are computed)")
     parser.add_argument("--out", required=True, help="JSON file the figures are appended to, arm by arm")
     parser.add_argument("--arms", help="only these arms (comma-separated names; default: all)")
-    args = parser.parse_args()
-    chosen = [a.strip() for a in args.arms.split(",")] if args.arms else list(ARMS)
+    return parser
+
+
+def chosen_arms(parser: argparse.ArgumentParser, arms: str | None) -> list[str]:
+    """The arms named by --arms (all when None); an unknown name is a usage error."""
+    chosen = [a.strip() for a in arms.split(",")] if arms else list(ARMS)
     unknown = set(chosen) - set(ARMS)
     if unknown:
         parser.error(f"unknown arms {sorted(unknown)}; known: {', '.join(ARMS)}")
+    return chosen
+
+
+def main() -> None:
+    parser = arm_parser(__doc__)
+    args = parser.parse_args()
+    chosen = chosen_arms(parser, args.arms)
     out = Path(args.out)
     result = json.loads(out.read_text()) if out.is_file() else {}
     train = load_variant_tasks("train")
