@@ -285,6 +285,7 @@ def merged(earlier: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
                                  "run this session with the same values, or write to a new results file")  # fmt: skip
     before = {a["name"]: a for a in earlier["arms"]}
     arms = [merge_arm(before[a["name"]], a) if a["name"] in before else a for a in now["arms"]]
+    arms += [a for name, a in before.items() if name not in {b["name"] for b in now["arms"]}]  # arms run only before
     jobs = {**earlier["jobs"], **now["jobs"]}
     seeds = sorted({s for a in arms for s in a["seeds"]})
     commands = [*earlier.get("commands", [earlier["command"]]), now["command"]]

@@ -183,5 +183,8 @@ def test_sessions_of_one_seed_each_merge_into_one_ablation():
     assert set(both["jobs"]) == {"train-speedup_only-s0", "train-speedup_only-s1"}
     again = merged(both, session(1, 0.5))  # a seed measured again: this session's figures win
     assert [e["final"]["pass_at_1"] for e in again["arms"][0]["per_seed"]] == [0.25, 0.5]
+    other_arm = session(1, 0.5)
+    other_arm["arms"][0] = {**other_arm["arms"][0], "name": "cudaperf_ranker"}
+    assert [a["name"] for a in merged(session(0, 0.25), other_arm)["arms"]] == ["cudaperf_ranker", "speedup_only"]
     with pytest.raises(MergeMismatchError, match="eval_limit"):
         merged(session(0, 0.25), session(1, 0.75, eval_limit=64))
