@@ -248,13 +248,19 @@ def run_jobs(jobs: Sequence[Job], gpus: int, max_minutes: float, eval_minutes: f
             job.log.parent.mkdir(parents=True, exist_ok=True)
             with job.log.open("ab") as log:
                 log.write(f"$ {shlex.join(command)}\n".encode())
-                proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
-                                        env={**os.environ, "CUDA_VISIBLE_DEVICES": str(gpu)})  # fmt: skip
+                proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=job_env(gpu))
             running[job.name] = (proc, gpu, job)
             state[job.name] = "running"
         if not running:
             return state
         time.sleep(1.0)
+
+
+def job_env(gpu: int) -> dict[str, str]:
+    """A job's environment: pinned to ``gpu``; PyTorch's allocator growing its blocks in place, so that jobs
+    sharing the GPU fragment less of it (unless the caller chose other allocator settings)."""
+    return {**os.environ, "CUDA_VISIBLE_DEVICES": str(gpu),
+            "PYTORCH_CUDA_ALLOC_CONF": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")}
 
 
 def device_info() -> dict[str, str]:

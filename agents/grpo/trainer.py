@@ -140,6 +140,7 @@ def train(config: GRPOConfig, *, model: Any = None, tokenizer: Any = None, tasks
             generator.sync(model, step)
             records, rollout_s = collect(serial, batch, grader, config, step)
             gen_s = serial.busy_seconds
+            memory = {"memory/generation_peak_gb": release_gpu_memory()}
 
             # 3-4. Advantages, sequences, optimizer updates.
             t1 = time.perf_counter()
@@ -149,12 +150,14 @@ def train(config: GRPOConfig, *, model: Any = None, tokenizer: Any = None, tasks
             lr = config.lr * min(1.0, (step + 1) / config.warmup) if config.warmup else config.lr
             stats = optimize(model, reference, optimizer, params, samples, config, device, tokenizer.pad_token_id, lr)
             opt_s = time.perf_counter() - t1
+            memory["memory/optimization_peak_gb"] = release_gpu_memory()
             step += 1
 
             # 5. Log, write the trajectories, checkpoint.
             step_s = time.perf_counter() - t0
             last_step_s = step_s
             scalars = {**rollout_metrics(records), **stats, **timing(records, rollout_s, gen_s, opt_s, step_s)}
+            scalars.update(memory)
             book.log(step, scalars)
             write_trajectories(out, step, records)
             if step % config.save_every == 0 or step == config.steps:
@@ -363,6 +366,22 @@ def frozen_logprobs(model: Any, reference: Any, samples: Sequence[Sample], plan:
                     ref = forward_logprobs(model, batch, config, device)[0]
         out[idx] = (old, ref)
     return out
+
+
+def release_gpu_memory() -> float:
+    """The phase's peak GPU memory held by this process (GB; NaN without CUDA), then the cached blocks back.
+
+    PyTorch's allocator keeps what a phase once used: generation's and the optimizer's peaks
+    differ, and on a GPU shared by several runs (the ablation's ``--jobs-per-gpu``) one run's
+    cache is memory the others run out of (the third pilot: 25 and 38 GB held by two runs while
+    the third failed to get 1 GB). So each phase gives its cache back when it ends.
+    """
+    if not torch.cuda.is_available() or not torch.cuda.is_initialized():
+        return math.nan
+    peak = torch.cuda.max_memory_reserved() / 2**30
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats()
+    return peak
 
 
 def over_budget(started: float, last_step_s: float, max_minutes: float, ran_one: bool) -> bool:

@@ -11,6 +11,7 @@ import threading
 import time
 import weakref
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -147,6 +148,9 @@ class CudaBackend:
         compile_baseline: Time ``torch.compile`` of the reference too.
         compile_timeout_s: Limit of one ``torch.compile`` build; past it (or when it fails) the task is
             eager-only (``info["compile_fallback"]``).
+        shared_runs: Correctness and sanitizer runs share the card with each other (never with a
+            timing; :mod:`.device_lock`). False: every GPU phase has the card to itself, as before
+            (``benchmarks/gpu_grading.py`` compares the two).
     """
 
     device: int = 0
@@ -167,6 +171,7 @@ class CudaBackend:
     torch_baselines: bool = True
     compile_baseline: bool = True
     compile_timeout_s: float = 300.0
+    shared_runs: bool = True
     pytorch: TorchBaselines | None = field(default=None, repr=False, compare=False)  # made in __post_init__
     _kernelbench: KernelBenchRunner | None = field(default=None, init=False, repr=False, compare=False)
 
@@ -182,9 +187,13 @@ class CudaBackend:
 
     @property
     def gpu_lock(self) -> DeviceLock:
-        """One GPU phase at a time on this card, across threads and processes (:mod:`.device_lock`)."""
+        """This card's lock, across threads and processes (:mod:`.device_lock`): timings alone, runs side by side."""
         assert self._lock is not None
         return self._lock
+
+    def run_lock(self) -> AbstractContextManager[DeviceLock]:
+        """The lock a correctness or sanitizer run holds: shared with other runs (``shared_runs``), or not."""
+        return self.gpu_lock.hold(exclusive=not self.shared_runs)
 
     @property
     def arch(self) -> str:
@@ -231,7 +240,7 @@ class CudaBackend:
         baseline_ms = self._baseline_call_ms(task, jobs, workdir) if timed else [math.nan] * len(jobs)
         limits = [self.call_limits.limit_s(ms, self.timeout_s) if self.call_limits else self.timeout_s
                   for ms in baseline_ms]  # fmt: skip
-        with self.gpu_lock:
+        with self.run_lock():  # beside other correctness runs, never beside a timing
             results = run_limited(build.library, task, jobs, workdir, worker, limits, baseline_ms, self.timeout_s)
         if any(r.crash_kind for r in results) and not self.probe(workdir):
             raise BackendUnavailableError("the GPU did not pass its health probe after a crashed submission")
@@ -251,7 +260,7 @@ class CudaBackend:
             if baseline.ok and baseline.library is not None:
                 folder = workdir / "baseline-times"  # its own files: the candidate's worker keeps workdir's
                 folder.mkdir(exist_ok=True)
-                with self.gpu_lock, self.start_worker(folder) as worker:
+                with self.run_lock(), self.start_worker(folder) as worker:
                     results = run_jobs(baseline.library, task, [job for _, job in missing], folder, self.timeout_s,
                                        worker=worker)  # fmt: skip
             for i, (key, _) in enumerate(missing):
@@ -266,7 +275,7 @@ class CudaBackend:
             log = workdir / f"sanitizer-{tool}.log"
             worker = self.start_worker(workdir, wrapper=sanitizer_command(tool, log))
             try:
-                with self.gpu_lock:
+                with self.run_lock():
                     run_jobs(build.library, task, [job], workdir, self.timeout_s * 20, worker=worker)
                     worker.finish(self.timeout_s * 5)
             finally:
@@ -279,9 +288,9 @@ class CudaBackend:
     def time(self, task: Task, candidate: Build, seed: int, workdir: Path, worker: Worker) -> Timing | Crash:
         """Time the (already loaded, correct) candidate against the task's baseline.
 
-        One GPU phase (correctness run or timing) at a time per card, across threads and
-        processes (:attr:`gpu_lock`): concurrent evaluations compile in parallel but never
-        share the GPU while one is timed.
+        A timing has the card to itself, across threads and processes (:attr:`gpu_lock`):
+        concurrent evaluations compile, and run their correctness checks, side by side, but
+        nothing else runs on the GPU while one is timed.
         The timing inputs are fixed per task and configuration (``PerfInputs``), so
         ``seed`` does not enter here.
 

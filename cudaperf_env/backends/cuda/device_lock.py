@@ -1,15 +1,25 @@
-"""One GPU phase at a time per physical GPU, across threads and processes.
+"""Per physical GPU: timings one at a time and alone; correctness runs side by side.
 
-Concurrent evaluations compile in parallel, but a correctness run or a timing
-must have the GPU to itself, or one submission's kernels inflate another's
-times. Within a process a thread lock is enough; a vectorized env
-(``gym.make_vec(..., vectorization_mode="async")``), several trainers' reward
-workers or a labeller beside a training run are separate processes on the same
-card. :class:`DeviceLock` holds both: the thread lock, then an exclusive
-``flock`` on a file named after the card's identity (its UUID where NVML
-reports it), so processes that see the card under different indices
-(``CUDA_VISIBLE_DEVICES``) still take the same lock. ``flock`` locks die with
-their process: a killed evaluation never leaves the GPU locked.
+Concurrent evaluations compile in parallel; their GPU phases come in two kinds.
+A timing must have the card to itself, or another submission's kernels inflate
+its times. A correctness run only needs the card: several runs may share it
+(each worker has its own CUDA context, so one run's fault never reaches another;
+a run that is slowed by the others stays far inside its time limit, ``budget.py``:
+2 s plus 1,000 times the baseline). So :class:`DeviceLock` is a readers-writer
+lock: ``with lock:`` holds the card exclusively (timing), ``with lock.shared():``
+beside other shared holders (correctness runs, sanitizers). A waiting exclusive
+holder goes first: shared holders that come after it wait, so a timing never
+starves behind a stream of runs.
+
+Across threads and processes alike: a vectorized env (``gym.make_vec(...,
+vectorization_mode="async")``), several trainers' reward workers or a labeller
+beside a training run are separate processes on the same card. Every holding is
+an ``flock`` on its own open file (``flock`` conflicts between open files, in one
+process as between processes), named after the card's identity (its UUID where
+NVML reports it), so processes that see the card under different indices
+(``CUDA_VISIBLE_DEVICES``) still take the same lock; a second file is the
+turnstile that gives a waiting exclusive holder its turn. ``flock`` locks die
+with their process: a killed evaluation never leaves the GPU locked.
 """
 
 from __future__ import annotations
@@ -19,6 +29,8 @@ import os
 import re
 import tempfile
 import threading
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from types import TracebackType
 
@@ -67,7 +79,7 @@ def _nvml_uuid(physical: int) -> str | None:
 
 
 class DeviceLock:
-    """A re-creatable context manager: the GPU ``identity`` exclusively, for this thread and process.
+    """A re-creatable, picklable lock of the GPU ``identity``: ``with lock:`` exclusively, ``with lock.shared():`` not.
 
     Args:
         identity: The card's name (:func:`device_identity`); the lock file is ``<dir>/<identity>.lock``.
@@ -77,52 +89,69 @@ class DeviceLock:
     def __init__(self, identity: str, directory: str | Path | None = None) -> None:
         base = directory or os.environ.get(LOCK_DIR_ENV) or Path(tempfile.gettempdir()) / "cudaperf-gpu-locks"
         self.path = Path(base) / f"{identity}.lock"
-        self._thread_lock = threading.Lock()
-        self._fd: int | None = None
+        self._held = threading.local()  # this thread's exclusive holdings, innermost last
 
-    def __enter__(self) -> DeviceLock:
-        self._thread_lock.acquire()
+    @contextmanager
+    def hold(self, exclusive: bool = True) -> Iterator[DeviceLock]:
+        """Hold the card: alone (``exclusive``), or beside other shared holders."""
+        fd = self._acquire(exclusive)
         try:
-            fd = self._open()
+            yield self
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+    def shared(self) -> AbstractContextManager[DeviceLock]:
+        """Hold the card beside other shared holders (correctness runs); waits while it is held exclusively."""
+        return self.hold(exclusive=False)
+
+    def _acquire(self, exclusive: bool) -> int:
+        gate = self._open(".turnstile")  # held while waiting, so later holders queue behind a waiting one
+        try:
+            fcntl.flock(gate, fcntl.LOCK_EX)
+            fd = self._open(".lock")
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX)  # waits for another process's GPU phase
+                fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
             except BaseException:
                 os.close(fd)
                 raise
-        except BaseException:
-            self._thread_lock.release()
-            raise
-        self._fd = fd
+        finally:
+            os.close(gate)  # closing releases the turnstile
+        return fd
+
+    def __enter__(self) -> DeviceLock:
+        holding = self.hold(exclusive=True)
+        holding.__enter__()
+        self._stack().append(holding)
         return self
 
-    def _open(self) -> int:
-        """The lock file, shared by every user (sticky world-writable folder); a per-user one if that is refused."""
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None) -> None:
+        self._stack().pop().__exit__(kind, value, tb)
+
+    def _stack(self) -> list[AbstractContextManager[DeviceLock]]:
+        if not hasattr(self._held, "stack"):
+            self._held.stack = []
+        return self._held.stack
+
+    def _open(self, suffix: str) -> int:
+        """The lock file (``.lock``) or turnstile, shared by every user (sticky world-writable folder);
+        per user if that is refused."""
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             if self.path.parent.stat().st_uid == os.getuid():
                 os.chmod(self.path.parent, 0o1777)
-            return os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+            return os.open(self.path.with_suffix(suffix), os.O_RDWR | os.O_CREAT, 0o666)
         except PermissionError:  # another user's folder or file: lock among this user's processes
             self.path = self.path.parent.with_name(f"{self.path.parent.name}-{os.getuid()}") / self.path.name
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            return os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-
-    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None) -> None:
-        fd, self._fd = self._fd, None
-        try:
-            if fd is not None:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-                os.close(fd)
-        finally:
-            self._thread_lock.release()
+            return os.open(self.path.with_suffix(suffix), os.O_RDWR | os.O_CREAT, 0o600)
 
     def __getstate__(self) -> dict[str, object]:  # picklable (spawned env workers): the file, not the held state
         return {"path": self.path}
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.path = Path(str(state["path"]))
-        self._thread_lock = threading.Lock()
-        self._fd = None
+        self._held = threading.local()
 
     def __repr__(self) -> str:
         return f"DeviceLock({str(self.path)!r})"

@@ -40,7 +40,8 @@ def test_two_grpo_steps_on_the_gpu(tmp_path, start_model, generator):
     assert result.stopped == "done" and (tmp_path / "final" / "adapter_config.json").is_file()
     rows = read_metrics(tmp_path / "metrics.jsonl")
     for row in rows:
-        shown = ("time/", "pass_rate", "reward/total", "loss")
+        shown = ("time/", "pass_rate", "reward/total", "loss", "memory/")
         print(json.dumps({k: v for k, v in row.items() if k.startswith(shown)}))
         assert math.isfinite(row["loss/total"]) and row["time/generation_s"] > 0
+        assert 0 < row["memory/generation_peak_gb"] < 80 and 0 < row["memory/optimization_peak_gb"] < 80
         assert row["time/eval_wait_share"] < 0.5, "evaluation should not be the bottleneck of a step"

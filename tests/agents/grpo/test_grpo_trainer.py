@@ -81,6 +81,7 @@ def test_two_steps_train_checkpoint_and_resume_exactly(tmp_path, tiny_tokenizer)
         assert math.isfinite(r["loss/total"]) and r["sequences"] >= 4 and r["advantage/abs_mean"] > 0
         assert r["pass_rate/trajectory"] == 0.5  # the opening kernel passes; the tiny model's replies do not
         assert r["reward/correct"] > 0 and r["time/generation_s"] > 0 and 0 <= r["time/eval_wait_share"] <= 1
+        assert r["memory/generation_peak_gb"] is None and r["memory/optimization_peak_gb"] is None  # no CUDA here
     # LoRA's B matrices start at 0: any nonzero entry is a trained parameter
     assert any(v.abs().sum() > 0 for k, v in lora.items() if "lora_B" in k)
     assert (tmp_path / "straight" / "final" / "adapter_config.json").is_file()

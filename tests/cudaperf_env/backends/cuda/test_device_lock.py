@@ -1,9 +1,11 @@
-"""The per-card GPU lock: one GPU phase at a time across processes, whatever index they see the card under."""
+"""The per-card GPU lock: timings alone, correctness runs side by side, across threads and processes, whatever
+index they see the card under."""
 
 import multiprocessing as mp
 import os
 import pickle
 import signal
+import threading
 import time
 
 import pytest
@@ -78,6 +80,86 @@ def test_threads_of_one_process_take_turns_and_the_lock_pickles(tmp_path):
             os.close(fd)
     with copy:
         pass
+
+
+
+def _hold_mode(directory, name, marks, seconds, exclusive):
+    lock = DeviceLock("card", directory)
+    (marks / f"{name}-waiting").touch()
+    with lock.hold(exclusive=exclusive):
+        (marks / f"{name}-acquired").touch()
+        end = time.monotonic() + seconds
+        while time.monotonic() < end and not (marks / f"{name}-release").exists():
+            time.sleep(0.02)
+    (marks / f"{name}-released").touch()
+
+
+def _start(tmp_path, name, exclusive, seconds=60):
+    process = mp.get_context("fork").Process(target=_hold_mode,
+                                             args=(tmp_path / "locks", name, tmp_path, seconds, exclusive))  # fmt: skip
+    process.start()
+    assert _wait_for(lambda: (tmp_path / f"{name}-waiting").exists())
+    return process
+
+
+def _acquired(tmp_path, name, within=20.0):
+    return _wait_for(lambda: (tmp_path / f"{name}-acquired").exists(), within)
+
+
+def _release(tmp_path, *processes_and_names):
+    for process, name in processes_and_names:
+        (tmp_path / f"{name}-release").touch()
+        process.join(20)
+        assert process.exitcode == 0
+
+
+def test_correctness_runs_share_the_card_and_a_timing_waits_for_all_of_them(tmp_path):
+    run_a, run_b = _start(tmp_path, "run-a", exclusive=False), _start(tmp_path, "run-b", exclusive=False)
+    assert _acquired(tmp_path, "run-a") and _acquired(tmp_path, "run-b")  # two runs at once
+    timing = _start(tmp_path, "timing", exclusive=True)
+    assert not _acquired(tmp_path, "timing", within=0.5)
+    _release(tmp_path, (run_a, "run-a"))
+    assert not _acquired(tmp_path, "timing", within=0.5)  # one run still on the card
+    _release(tmp_path, (run_b, "run-b"))
+    assert _acquired(tmp_path, "timing")
+    _release(tmp_path, (timing, "timing"))
+
+
+def test_a_run_waits_for_a_timing_and_a_waiting_timing_goes_before_later_runs(tmp_path):
+    first = _start(tmp_path, "run-first", exclusive=False)
+    assert _acquired(tmp_path, "run-first")
+    timing = _start(tmp_path, "timing", exclusive=True)  # waits for the first run
+    time.sleep(0.3)
+    later = _start(tmp_path, "run-later", exclusive=False)  # came after the waiting timing: queues behind it
+    assert not _acquired(tmp_path, "run-later", within=0.5) and not _acquired(tmp_path, "timing", within=0.1)
+    _release(tmp_path, (first, "run-first"))
+    assert _acquired(tmp_path, "timing")
+    assert not _acquired(tmp_path, "run-later", within=0.5)  # the timing is alone on the card
+    _release(tmp_path, (timing, "timing"))
+    assert _acquired(tmp_path, "run-later")
+    _release(tmp_path, (later, "run-later"))
+
+
+def test_threads_share_for_runs_and_take_turns_for_timings(tmp_path):
+    lock, inside, most = DeviceLock("card", tmp_path), [0], {"shared": 0, "exclusive": 0}
+    guard = threading.Lock()
+
+    def phase(kind):
+        with lock.shared() if kind == "shared" else lock:
+            with guard:
+                inside[0] += 1
+                most[kind] = max(most[kind], inside[0])
+            time.sleep(0.2)
+            with guard:
+                inside[0] -= 1
+
+    for kind in ("shared", "exclusive"):
+        threads = [threading.Thread(target=phase, args=(kind,)) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(20)
+    assert most == {"shared": 4, "exclusive": 1}
 
 
 @pytest.mark.gpu

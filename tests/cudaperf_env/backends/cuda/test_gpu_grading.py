@@ -1,0 +1,40 @@
+"""Grading replies with correctness runs sharing the card (``benchmarks/gpu_grading.py``): its pieces here,
+the same verdicts in both lock modes on a GPU."""
+
+import pytest
+
+from benchmarks.gpu_grading import batches, grade, load_replies, marked, summary
+
+
+def test_the_recorded_replies_come_in_the_trainers_batches_and_marks_change_only_a_comment():
+    replies = load_replies()
+    assert [len(b) for b in batches(replies)] == [32, 32, 32, 32]
+    assert {(b[0]["step"], b[0]["turn"]) for b in batches(replies)} == {(1, 1), (1, 2), (4, 1), (4, 2)}
+    assert len(batches(replies, 1)) == 1
+    assert marked("text\n```cuda\nint x;\n```", "round 0") == "text\n```cuda\n// round 0\nint x;\n```"
+    assert marked("no code", "t") == "// t\nno code"
+
+
+def _run(processes, mode, wall, statuses, run_s):
+    per = [{"wall_s": wall, "statuses": statuses, "seconds": {"run": run_s, "timing": 1.0, "total": 3.0}}]
+    return {"processes": processes, "mode": mode, "round": 0, "wall_s": wall, "per_process": per * processes}
+
+
+def test_the_summary_compares_the_modes_per_process_count():
+    runs = [_run(3, "exclusive", 90.0, ["ok", "compile_error"], 6.0),
+            _run(3, "shared", 60.0, ["ok", "wrong_answer"], 2.0)]
+    exclusive, shared = summary(runs)
+    assert exclusive["replies"] == 6 and exclusive["replies_per_min"] == pytest.approx(4.0)
+    assert shared["speedup_over_exclusive"] == pytest.approx(1.5) and shared["run_s_per_reply"] == 2.0
+    assert shared["same_status_share"] == pytest.approx(0.5)
+
+
+@pytest.mark.gpu
+def test_shared_correctness_runs_give_the_same_verdicts_as_runs_one_at_a_time():
+    replies = load_replies()
+    first = batches(replies, 1)[0]
+    exclusive = grade(False, "test exclusive", first, 1)
+    shared = grade(True, "test shared", first, 1)
+    assert shared["statuses"] == exclusive["statuses"]
+    recorded = [r["status"] for r in first]
+    assert sum(a == b for a, b in zip(shared["statuses"], recorded, strict=True)) >= 0.9 * len(first)
