@@ -28,7 +28,6 @@ import gzip
 import json
 import multiprocessing as mp
 import statistics
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -122,17 +121,6 @@ def summary(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def device() -> dict[str, str]:
-    """The card and driver (nvidia-smi)."""
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=30, check=True).stdout  # fmt: skip
-    except (OSError, subprocess.SubprocessError):
-        return {"card": "none", "driver": "none"}
-    card, _, driver = out.splitlines()[0].partition(",")
-    return {"card": card.strip(), "driver": driver.strip()}
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--processes", type=int, nargs="+", default=[1, 3], help="processes grading at once")
@@ -144,6 +132,8 @@ def main() -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from agents.grpo.ablation import device_info
+
     replies = load_replies()
     runs = []
     for round_ in range(args.rounds):
@@ -154,7 +144,7 @@ def main() -> None:
                 last = runs[-1]
                 print(f"round {round_}: {processes} process(es), {last['mode']}: {last['wall_s']:.1f} s", flush=True)
     rows = summary(runs)
-    result = {"benchmark": "gpu_grading", "date": datetime.date.today().isoformat(), "device": device(),
+    result = {"benchmark": "gpu_grading", "date": datetime.date.today().isoformat(), "device": device_info(),
               "replies": str(REPLIES.relative_to(Path(__file__).parent.parent)), "rounds": args.rounds,
               "summary": rows, "runs": runs}  # fmt: skip
     if args.json:
