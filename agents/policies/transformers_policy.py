@@ -47,9 +47,12 @@ class TransformersPolicy:
         static_cache: Decode with a static KV cache, which transformers compiles with
             ``torch.compile`` on a GPU (7.9 ms against 30 ms per token step for the merged
             embedded model at batch 32 on an H100, after a 35 s first call:
-            ``benchmarks/gpu_generation.py``). A compile is paid per distinct shape, so prompts
-            are left-padded to a multiple of ``WIDTH_BUCKET`` tokens and the batch to a multiple
-            of ``BATCH_BUCKET`` conversations (copies of the last; their replies are dropped).
+            ``benchmarks/gpu_generation.py``). A compile is paid per distinct shape (the cache is
+            sized to prompt width plus ``max_tokens``), so prompts are left-padded to a multiple of
+            ``WIDTH_BUCKET`` tokens, and never to less than the widest call so far: a run's
+            compiles stop once its longest prompt (its last turn's) has been seen, where buckets
+            alone would compile again for every narrower one. The batch is filled to a multiple of
+            ``BATCH_BUCKET`` conversations (copies of the last; their replies are dropped).
     """
 
     def __init__(
@@ -69,6 +72,7 @@ class TransformersPolicy:
         torch, transformers = _import_transformers()
         self._torch = torch
         self.static_cache = static_cache
+        self._static_width = 0  # the widest padded prompt so far (static cache)
         self.device = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
         if self.device == "cpu":
             torch.set_num_threads(threads or default_threads())
@@ -106,7 +110,7 @@ class TransformersPolicy:
         width = max(len(p) for p in prompts)
         if self.static_cache:  # few distinct shapes, few compiles
             prompts += [prompts[-1]] * (-asked % BATCH_BUCKET)
-            width = -(-width // WIDTH_BUCKET) * WIDTH_BUCKET
+            width = self._static_width = max(self._static_width, -(-width // WIDTH_BUCKET) * WIDTH_BUCKET)
         pad = self.tokenizer.pad_token_id
         ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts], device=self.device)  # (B, T) left-padded
         mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=self.device)

@@ -127,3 +127,14 @@ def test_a_static_cache_gives_the_same_greedy_replies_from_bucketed_shapes(tiny)
     assert transformers_policy.BATCH_BUCKET == 8 and transformers_policy.WIDTH_BUCKET == 256
     sampled = static.generate([MESSAGES, other, third], 3, Sampling(temperature=1.0, max_tokens=6, seed=5))
     assert [len(row) for row in sampled] == [3, 3, 3] and all(0 < len(g.token_ids) <= 6 for r in sampled for g in r)
+
+
+def test_a_static_cache_never_pads_to_less_than_the_widest_prompt_so_far(tiny):
+    static = TransformersPolicy(tiny, device="cpu", static_cache=True)
+    widths, generate = [], static.model.generate
+    static.model.generate = lambda **kw: widths.append(kw["input_ids"].shape[1]) or generate(**kw)
+    long = [{"role": "user", "content": "word " * 300}]  # over one bucket of 256 tokens
+    greedy = Sampling(temperature=0.0, max_tokens=2, stop_after_code_block=False)
+    for batch in ([MESSAGES], [long], [MESSAGES]):
+        static.generate(batch, 1, greedy)
+    assert widths[0] == 256 and widths[1] == widths[2] > 256  # the short prompt after the long one: same shape
