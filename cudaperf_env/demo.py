@@ -67,8 +67,24 @@ def run_demo(backend: str = "auto", console: Console | None = None, kind: str = 
     console.print(_table(rows))
     if all(math.isnan(r["speedup"]) for r in rows):
         console.print("Speedup is measured on a GPU backend only; the cpu backend checks correctness.")
+        caveat = ranker_caveat(rows)
+        if caveat:
+            console.print(caveat)
     env.close()
     return rows
+
+
+def ranker_caveat(rows: list[dict]) -> str:
+    """A note when the ranker rated a later correct submission below an earlier one (pure): without timings
+    its estimate is the only speed signal, and it can misjudge kernels unlike its training data."""
+    correct = [r for r in rows if r["correct"] and "reward/ranker" in r]
+    for i, later in enumerate(correct):
+        for earlier in correct[:i]:
+            if later["reward/ranker"] < earlier["reward/ranker"]:
+                return (f"Without timings the ranker's estimate stands in for speed: it rated {later['label']} below "
+                        f"{earlier['label']}. It was trained on generated kernels and can misjudge hand-written "
+                        "ones (docs/structural-analysis.md, \"Hand-written kernels\"); a GPU backend times them.")
+    return ""
 
 
 def _table(rows: list[dict]) -> Table:

@@ -8,7 +8,7 @@ import pytest
 from rich.console import Console
 
 from cudaperf_env.cli import main
-from cudaperf_env.demo import run_demo
+from cudaperf_env.demo import ranker_caveat, run_demo
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "tasks"
 
@@ -83,6 +83,13 @@ def test_demo_rows_show_the_scripted_progression():
     assert rows[1]["reward/previous"] == pytest.approx(-rows[0]["score"])  # credited for the change it made
     assert sum(rewards) == pytest.approx(rows[-1]["score"])  # the detour through a wrong kernel did not pay
     assert rows[-1]["truncated"] and not rows[-1]["terminated"]  # the demo refines to the last turn
+
+
+def test_the_demo_says_when_the_ranker_rated_a_later_correct_kernel_lower():
+    row = {"correct": True, "reward/ranker": 0.16, "label": "naive"}
+    assert "rated vec4 below naive" in ranker_caveat([row, {**row, "reward/ranker": 0.08, "label": "vec4"}])
+    assert ranker_caveat([row, {**row, "reward/ranker": 0.2, "label": "vec4"}]) == ""
+    assert ranker_caveat([{**row, "correct": False, "reward/ranker": 0.5}, row]) == ""  # only correct ones compare
 
 
 KERNELBENCH = Path(__file__).parents[1] / "fixtures" / "kernelbench_mode" / "tanh_modelnew.py"
