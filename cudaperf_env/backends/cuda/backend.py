@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import math
+import os
 import re
 import shutil
 import subprocess
@@ -150,7 +151,9 @@ class CudaBackend:
             eager-only (``info["compile_fallback"]``).
         shared_runs: Correctness and sanitizer runs share the card with each other (never with a
             timing; :mod:`.device_lock`). False: every GPU phase has the card to itself, as before
-            (``benchmarks/gpu_grading.py`` compares the two).
+            (``benchmarks/gpu_grading.py`` compares the two). Default: on, unless the environment
+            sets ``CUDAPERF_GPU_SHARED_RUNS=0`` (for processes that make their backend themselves,
+            such as a trainer's).
     """
 
     device: int = 0
@@ -171,7 +174,7 @@ class CudaBackend:
     torch_baselines: bool = True
     compile_baseline: bool = True
     compile_timeout_s: float = 300.0
-    shared_runs: bool = True
+    shared_runs: bool = field(default_factory=lambda: os.environ.get("CUDAPERF_GPU_SHARED_RUNS", "1") != "0")
     pytorch: TorchBaselines | None = field(default=None, repr=False, compare=False)  # made in __post_init__
     _kernelbench: KernelBenchRunner | None = field(default=None, init=False, repr=False, compare=False)
 

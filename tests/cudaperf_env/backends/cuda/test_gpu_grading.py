@@ -15,6 +15,15 @@ def test_the_recorded_replies_come_in_the_trainers_batches_and_marks_change_only
     assert marked("no code", "t") == "// t\nno code"
 
 
+def test_shared_runs_are_the_default_unless_the_environment_turns_them_off(monkeypatch):
+    from cudaperf_env.backends.cuda.backend import CudaBackend
+
+    assert CudaBackend(torch_baselines=False).shared_runs
+    monkeypatch.setenv("CUDAPERF_GPU_SHARED_RUNS", "0")
+    assert not CudaBackend(torch_baselines=False).shared_runs
+    assert CudaBackend(torch_baselines=False, shared_runs=True).shared_runs
+
+
 def _run(processes, mode, wall, statuses, run_s):
     per = [{"wall_s": wall, "statuses": statuses, "seconds": {"run": run_s, "timing": 1.0, "total": 3.0}}]
     return {"processes": processes, "mode": mode, "round": 0, "wall_s": wall, "per_process": per * processes}
