@@ -81,6 +81,9 @@ def _nvml_uuid(physical: int) -> str | None:
 class DeviceLock:
     """A re-creatable, picklable lock of the GPU ``identity``: ``with lock:`` exclusively, ``with lock.shared():`` not.
 
+    Not re-entrant: a thread that holds it in either mode must not take it again (the second
+    holding would wait for the first).
+
     Args:
         identity: The card's name (:func:`device_identity`); the lock file is ``<dir>/<identity>.lock``.
         directory: Where lock files live (default: ``$CUDAPERF_GPU_LOCK_DIR`` or ``<tmp>/cudaperf-gpu-locks``).
