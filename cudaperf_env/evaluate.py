@@ -256,26 +256,54 @@ def shipped_ranker() -> Ranker | None:
 
 
 def run_and_judge(ctx: Context) -> Context | Evaluation:
-    """Run every configuration in the worker and compare with the expected outputs."""
+    """Run every configuration in the worker and compare with the expected outputs.
+
+    On a backend whose runs share the device with other evaluations' runs, a runtime error or a
+    timeout is judged again with the device to itself, in a fresh worker (``Capabilities.alone``):
+    beside others it may have been theirs (a peer that took the card's memory, or its time), and a
+    verdict must not depend on what else was graded at the same moment. A wrong answer is not: a
+    peer cannot change a run's outputs (a failed allocation is a CUDA error the harness reports).
+    """
     want = ctx.pending["expected"].result()
     assert ctx.build is not None and ctx.worker is not None
     started = time.perf_counter()
     write_resources(ctx.workdir, ctx.result.kernels, ctx.options.arch)  # the CPU runtime's launch limits
     runs = ctx.backend.run(ctx.build, ctx.task, ctx.jobs, ctx.workdir, ctx.worker)
     ctx.seconds["run"] = time.perf_counter() - started
+    failed = _judge_runs(ctx, runs, want)
+    alone = ctx.backend.capabilities.alone
+    if failed is not None and failed[0] in PEER_FAILURES and alone is not None:
+        started = time.perf_counter()
+        ctx.worker.kill()
+        ctx.worker = ctx.backend.start_worker(ctx.workdir)
+        runs = alone.run_alone(ctx.build, ctx.task, ctx.jobs, ctx.workdir, ctx.worker)
+        failed = _judge_runs(ctx, runs, want)
+        ctx.seconds["run_alone"] = time.perf_counter() - started  # info["seconds/run_alone"]: how often, how long
+    if failed is not None:
+        return ctx.finish(*failed)
+    return ctx
+
+
+PEER_FAILURES = (Status.RUNTIME_ERROR, Status.TIMEOUT)
+"""Run verdicts that another evaluation's run on the same device could have caused."""
+
+
+def _judge_runs(ctx: Context, runs: Sequence[Any], want: Sequence[Any]) -> tuple[Status, str] | None:
+    """Judge ``runs`` into ``ctx`` (outcomes, configs, stdout); the failure's status and message, or None."""
+    started = time.perf_counter()
     checked = _checked(ctx, ctx.jobs, runs, want)
     if ctx.task.checker is not None:
-        ctx.seconds["checker"] = time.perf_counter() - started - ctx.seconds["run"]
+        ctx.seconds["checker"] = time.perf_counter() - started
     ctx.outcomes = judge(ctx.task, ctx.jobs, runs, want, checked)
     # what the shown configurations printed: the hidden ones' output would reveal their sizes
     ctx.update(compiled=True, configs=tuple(ctx.outcomes),
                stdout=next((r.stdout for r in reversed(runs[: len(ctx.task.configs)]) if r.stdout), ""))  # fmt: skip
     failed = next((o for o in ctx.outcomes if o.status != Status.OK), None)
     if failed is not None:
-        return ctx.finish(failed.status, failed.message)
+        return failed.status, failed.message
     if len(ctx.outcomes) != len(ctx.jobs):
-        return ctx.finish(Status.RUNTIME_ERROR, "the worker stopped before every configuration ran")
-    return ctx
+        return Status.RUNTIME_ERROR, "the worker stopped before every configuration ran"
+    return None
 
 
 def _checked(ctx: Context, jobs: Sequence[Job], runs: Sequence[Any], want: Sequence[Any]) -> list[tuple[bool, str]]:

@@ -183,6 +183,16 @@ class ModelRunner(Protocol):
         ...
 
 
+class AloneRunner(Protocol):
+    """Runs a build with the device to itself, where ordinary runs share it with other evaluations' runs."""
+
+    def run_alone(
+        self, build: Build, task: Task, jobs: Sequence[Job], workdir: Path, worker: Worker
+    ) -> list[CallResult]:
+        """:meth:`Backend.run` with nothing else on the device."""
+        ...
+
+
 @dataclass(frozen=True)
 class Capabilities:
     """What a backend can do beyond building and running.
@@ -191,11 +201,15 @@ class Capabilities:
         timer: Times submissions (None: speed is not measured, as on the CPU backend).
         sanitizer: Runs sanitizers on correct submissions (None: not available or not enabled).
         kernelbench: Runs KernelBench-mode submissions (None: native mode only; the mode needs a GPU).
+        alone: Runs share the device with other evaluations' runs, and this runs one with the device
+            to itself: a failure beside others may be theirs (the device's memory, its time), so it is
+            judged alone again (None: runs never share the device).
     """
 
     timer: Timer | None = None
     sanitizer: Sanitizer | None = None
     kernelbench: ModelRunner | None = None
+    alone: AloneRunner | None = None
 
 
 class Backend(Protocol):

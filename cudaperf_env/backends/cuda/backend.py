@@ -204,9 +204,10 @@ class CudaBackend:
 
     @property
     def capabilities(self) -> Capabilities:
-        """Times correct submissions (unless ``measures_time`` is off); sanitizes them if :attr:`sanitizers` is set."""
+        """Times correct submissions (unless ``measures_time`` is off); sanitizes them if :attr:`sanitizers` is set;
+        runs a failed submission again alone where runs share the card (:attr:`shared_runs`)."""
         return Capabilities(timer=self if self.measures_time else None, sanitizer=self if self.sanitizers else None,
-                            kernelbench=self.kernelbench)  # fmt: skip
+                            kernelbench=self.kernelbench, alone=self if self.shared_runs else None)  # fmt: skip
 
     @property
     def kernelbench(self) -> KernelBenchRunner:
@@ -235,6 +236,17 @@ class CudaBackend:
     def run(
         self, build: Build, task: Task, jobs: Sequence[Job], workdir: Path, worker: Worker | None = None
     ) -> list[CallResult]:
+        return self._run(build, task, jobs, workdir, worker, alone=not self.shared_runs)
+
+    def run_alone(
+        self, build: Build, task: Task, jobs: Sequence[Job], workdir: Path, worker: Worker
+    ) -> list[CallResult]:
+        """:meth:`run` with the card to itself (no other run, no timing beside it)."""
+        return self._run(build, task, jobs, workdir, worker, alone=True)
+
+    def _run(
+        self, build: Build, task: Task, jobs: Sequence[Job], workdir: Path, worker: Worker | None, alone: bool
+    ) -> list[CallResult]:
         assert build.library is not None, "run() needs a successful build"
         if worker is None:
             worker = self.start_worker(workdir)
@@ -243,7 +255,7 @@ class CudaBackend:
         baseline_ms = self._baseline_call_ms(task, jobs, workdir) if timed else [math.nan] * len(jobs)
         limits = [self.call_limits.limit_s(ms, self.timeout_s) if self.call_limits else self.timeout_s
                   for ms in baseline_ms]  # fmt: skip
-        with self.run_lock():  # beside other correctness runs, never beside a timing
+        with self.gpu_lock.hold(exclusive=alone):  # shared: beside other correctness runs, never beside a timing
             results = run_limited(build.library, task, jobs, workdir, worker, limits, baseline_ms, self.timeout_s)
         if any(r.crash_kind for r in results) and not self.probe(workdir):
             raise BackendUnavailableError("the GPU did not pass its health probe after a crashed submission")
