@@ -15,7 +15,8 @@ training run sharing the GPU), with shared runs and without, alternating, ``--ro
 Every grading sees new sources (a comment naming the round, mode and process is added), so
 no build comes from the cache of another. Reported per setting: the wall time of the slowest
 process (median over rounds), replies graded per minute, the mean ``run`` and ``timing``
-seconds per reply, and whether every reply got the same status in both modes.
+seconds per reply, how many failures were judged again alone (``run_alone``: a runtime error or
+timeout beside other runs), and whether every reply got the same status in both modes.
 
 Run on a GPU machine: ``python benchmarks/gpu_grading.py --processes 1 3 --rounds 2 --json OUT.json``.
 """
@@ -72,14 +73,16 @@ def grade(shared: bool, tag: str, replies: list[dict[str, Any]], limit: int) -> 
     tasks = {task_id: find_task(task_id) for task_id in {r["task_id"] for r in replies}}
     statuses: list[str] = []
     seconds: dict[str, list[float]] = {}
+    alone = 0  # failures judged again alone (a peer may have caused them)
     started = time.perf_counter()
     for batch in batches(replies, limit):
         jobs = [(tasks[r["task_id"]], marked(r["reply"], f"{tag} {i}"), 0) for i, r in enumerate(batch)]
         for evaluation in evaluator.evaluate_batch(jobs):
             statuses.append(evaluation.status.value)
-            for stage in ("run", "timing", "total"):
+            for stage in ("run", "run_alone", "timing", "total"):
                 seconds.setdefault(stage, []).append(evaluation.seconds.get(stage, 0.0))
-    return {"wall_s": time.perf_counter() - started, "statuses": statuses,
+            alone += "run_alone" in evaluation.seconds
+    return {"wall_s": time.perf_counter() - started, "statuses": statuses, "judged_alone": alone,
             "seconds": {k: statistics.fmean(v) for k, v in seconds.items()}}  # fmt: skip
 
 
@@ -111,7 +114,8 @@ def summary(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             rows.append({"processes": processes, "mode": mode, "replies": graded, "wall_s": wall,
                          "replies_per_min": graded / wall * 60,
                          "run_s_per_reply": statistics.fmean(p["seconds"]["run"] for p in per),
-                         "timing_s_per_reply": statistics.fmean(p["seconds"]["timing"] for p in per)})  # fmt: skip
+                         "timing_s_per_reply": statistics.fmean(p["seconds"]["timing"] for p in per),
+                         "judged_alone": sum(p.get("judged_alone", 0) for p in per)})  # fmt: skip
         if len(statuses) == 2:
             pairs = [(a, b) for x, y in zip(statuses["exclusive"], statuses["shared"], strict=True)
                      for a, b in zip(x, y, strict=True)]  # fmt: skip
@@ -151,11 +155,12 @@ def main() -> None:
         Path(args.json).write_text(json.dumps(result, indent=1))
     table = Table(title=f"grading GRPO replies on {result['device']['card']}")
     for column in ("processes", "mode", "replies", "wall s", "replies/min", "run s/reply", "timing s/reply",
-                   "same status", "speedup"):  # fmt: skip
+                   "judged alone", "same status", "speedup"):  # fmt: skip
         table.add_column(column, justify="right")
     for r in rows:
         table.add_row(str(r["processes"]), r["mode"], str(r["replies"]), f"{r['wall_s']:.1f}",
                       f"{r['replies_per_min']:.0f}", f"{r['run_s_per_reply']:.2f}", f"{r['timing_s_per_reply']:.2f}",
+                      str(r["judged_alone"]),
                       f"{r.get('same_status_share', float('nan')):.0%}",
                       f"{r['speedup_over_exclusive']:.2f}x" if "speedup_over_exclusive" in r else "")  # fmt: skip
     Console().print(table)
