@@ -278,7 +278,7 @@ def run_and_judge(ctx: Context) -> Context | Evaluation:
         ctx.worker = ctx.backend.start_worker(ctx.workdir)
         runs = alone.run_alone(ctx.build, ctx.task, ctx.jobs, ctx.workdir, ctx.worker)
         failed = _judge_runs(ctx, runs, want)
-        ctx.seconds["run_alone"] = time.perf_counter() - started  # info["seconds/run_alone"]: how often, how long
+        ctx.seconds["run_alone"] = time.perf_counter() - started  # how often and how long: in the trainer's metrics
     if failed is not None:
         return ctx.finish(*failed)
     return ctx
