@@ -212,18 +212,22 @@ def plan(config: AblationConfig) -> list[Job]:
 
 
 def run_jobs(jobs: Sequence[Job], gpus: int, max_minutes: float, eval_minutes: float, train_minutes: float = 3.0,
-             started: float | None = None, jobs_per_gpu: int = 1) -> dict[str, str]:  # fmt: skip
+             started: float | None = None, jobs_per_gpu: int = 1, retries: int = 1) -> dict[str, str]:  # fmt: skip
     """Run pending jobs, ``gpus * jobs_per_gpu`` at a time, within the budget; returns each job's state.
 
     A job starts only with ``train_minutes`` (training) or ``eval_minutes`` left; a training job
     gets the time left as its own ``--max-minutes`` (it checkpoints every step); any job still
-    running at the deadline is killed (a training run loses at most its current step).
-    States: ``done`` (finished now or before), ``failed`` (exit status not 0), ``incomplete``
-    (a training run that stopped at its budget, or a job killed at the deadline), ``pending``.
+    running at the deadline is killed (a training run loses at most its current step). A job
+    that fails is started again up to ``retries`` times (a training run resumes from its last
+    checkpoint: a run that ran out of GPU memory beside others need not wait for the next command).
+    States: ``done`` (finished now or before), ``failed`` (exit status not 0, retries spent),
+    ``incomplete`` (a training run that stopped at its budget, or a job killed at the deadline),
+    ``pending``.
     """
     start = time.monotonic() if started is None else started
     deadline = start + max_minutes * 60 if max_minutes > 0 else float("inf")
     state = {j.name: "done" if j.done else "pending" for j in jobs}
+    attempts = dict.fromkeys(state, 0)
     free = [gpu for _ in range(jobs_per_gpu) for gpu in range(gpus)]  # slots, spread over the GPUs
     running: dict[str, tuple[subprocess.Popen[bytes], int, Job]] = {}
     while True:
@@ -235,6 +239,8 @@ def run_jobs(jobs: Sequence[Job], gpus: int, max_minutes: float, eval_minutes: f
             if proc.poll() is not None:
                 failed = proc.returncode and not killed
                 state[name] = "done" if job.done else ("failed" if failed else "incomplete")
+                if state[name] == "failed" and attempts[name] <= retries:
+                    state[name] = "pending"  # again, while time is left
                 free.append(gpu)
                 del running[name]
         left = (deadline - time.monotonic()) / 60
@@ -244,6 +250,7 @@ def run_jobs(jobs: Sequence[Job], gpus: int, max_minutes: float, eval_minutes: f
             if left < (train_minutes if job.trains else eval_minutes):
                 continue
             gpu = free.pop(0)
+            attempts[job.name] += 1
             command = job.command + (["--max-minutes", f"{left - 0.5:.2f}"] if job.trains and left < 1e9 else [])
             job.log.parent.mkdir(parents=True, exist_ok=True)
             with job.log.open("ab") as log:

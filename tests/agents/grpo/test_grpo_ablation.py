@@ -127,6 +127,20 @@ def test_driver_kills_a_job_at_the_deadline(tmp_path):
     assert time.monotonic() - started < 60 * 1.96 + 10
 
 
+def test_a_failed_job_is_started_again_once(tmp_path):
+    # each start appends a line; the flaky job fails on its first start only, the broken one always
+    code = ("import sys, pathlib; log = pathlib.Path(sys.argv[1]); log.write_text(log.read_text() + 'x' "
+            "if log.exists() else 'x'); n = len(log.read_text()); flaky = sys.argv[2] == 'flaky'; "
+            "ok = flaky and n >= 2; ok and pathlib.Path(sys.argv[3]).write_text('done'); sys.exit(0 if ok else 3)")
+    jobs = [Job(name, [sys.executable, "-c", code, str(tmp_path / f"{name}.starts"), name, str(tmp_path / name)],
+                tmp_path / name, trains=True, log=tmp_path / "logs" / f"{name}.log") for name in ("flaky", "broken")]
+    state = run_jobs(jobs, gpus=1, max_minutes=0, eval_minutes=0, jobs_per_gpu=2)
+    assert state == {"flaky": "done", "broken": "failed"}
+    assert (tmp_path / "flaky.starts").read_text() == "xx" and (tmp_path / "broken.starts").read_text() == "xx"
+    assert run_jobs(jobs[1:], gpus=1, max_minutes=0, eval_minutes=0, retries=0) == {"broken": "failed"}
+    assert (tmp_path / "broken.starts").read_text() == "xxx"
+
+
 def test_dry_run_lists_every_job(tmp_path, capsys):
     assert main(["--model", "/m", "--out", str(tmp_path), "--seeds", "0", "--arms", "speedup_only", "--dry-run"]) == 0
     lines = capsys.readouterr().out.splitlines()
