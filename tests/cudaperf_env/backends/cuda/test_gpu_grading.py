@@ -47,3 +47,41 @@ def test_shared_correctness_runs_give_the_same_verdicts_as_runs_one_at_a_time():
     assert shared["statuses"] == exclusive["statuses"]
     recorded = [r["status"] for r in first]
     assert sum(a == b for a, b in zip(shared["statuses"], recorded, strict=True)) >= 0.9 * len(first)
+
+
+HOG = """```cuda
+#include <cuda_runtime.h>
+__global__ void saxpy_kernel(int n, float a, const float* x, float* y) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + y[i];
+}
+__global__ void hold(long long cycles) {
+  long long start = clock64();
+  while (clock64() - start < cycles) {}
+}
+extern "C" void saxpy(int n, float a, const float* x, float* y) {
+  size_t free_bytes = 0, total = 0;
+  cudaMemGetInfo(&free_bytes, &total);
+  void* hog = nullptr;  // (nearly) all the card's free memory, held while the others run
+  if (free_bytes > (size_t(512) << 20)) cudaMalloc(&hog, free_bytes - (size_t(512) << 20));
+  hold<<<1, 1>>>(600000000LL);
+  saxpy_kernel<<<(n + 255) / 256, 256>>>(n, a, x, y);
+  cudaDeviceSynchronize();
+  cudaFree(hog);
+}
+```"""
+
+
+@pytest.mark.gpu
+def test_a_submission_that_takes_the_cards_memory_does_not_fail_the_honest_ones_graded_beside_it():
+    from cudaperf_env.backends.cuda.backend import CudaBackend
+    from cudaperf_env.evaluate import Evaluator
+    from cudaperf_env.tasks import load_tasks
+
+    task = load_tasks()["c2cuda/saxpy_f32"]
+    honest = task.implementation("naive").source
+    evaluator = Evaluator(CudaBackend(shared_runs=True))
+    jobs = [(task, HOG, 0)] + [(task, f"```cuda\n// honest {k}\n{honest}```", 0) for k in range(7)]
+    evaluations = evaluator.evaluate_batch(jobs, max_workers=8)
+    assert [e.status for e in evaluations[1:]] == ["ok"] * 7, [e.message for e in evaluations[1:]]
+    print("judged alone:", sum("run_alone" in e.seconds for e in evaluations), "hog:", evaluations[0].status)
