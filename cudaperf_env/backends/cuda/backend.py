@@ -11,7 +11,7 @@ import subprocess
 import threading
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -315,16 +315,14 @@ class CudaBackend:
         """
         assert isinstance(worker, WorkerProcess), "time() takes the worker start_worker() made"
         if not task.baseline:
-            with self.gpu_lock:
-                timing = self._time(task, candidate, worker, paired=False)
+            timing = self._alone(lambda: self._time(task, candidate, worker, paired=False))
             if isinstance(timing, Timing):
                 timing = flag_unchecked_outputs(task, over_c_reference(timing, self._c_reference_ms(task, workdir)))
             return timing
         baseline = self.build(task, task.implementation(task.baseline).source)  # cached after the first
         if not baseline.ok or baseline.library is None:
             raise BackendUnavailableError(f"{task.id}: the baseline implementation does not build:\n{baseline.log}")
-        with self.gpu_lock:
-            timing = self._time(task, baseline, worker)
+        timing = self._alone(lambda: self._time(task, baseline, worker))
         if self.time_c_reference and isinstance(timing, Timing):
             timing = replace(timing, c_reference_ms=self._c_reference_ms(task, workdir))
         if isinstance(timing, Timing) and self.pytorch is not None and task.reference_language == "pytorch":
@@ -333,6 +331,17 @@ class CudaBackend:
                          for i, c in enumerate(_timing_configs(task))]  # fmt: skip
             timing = over_pytorch(timing, times, self.timing.deadband)
         return flag_unchecked_outputs(task, timing) if isinstance(timing, Timing) else timing
+
+    def _alone(self, timed: Callable[[], Timing | Crash]) -> Timing | Crash:
+        """``timed()`` with the card to itself; a timing's phases get the seconds it waited for the card
+        (``lock_wait_s``: behind other timings and the correctness runs on the card)."""
+        started = time.perf_counter()
+        with self.gpu_lock:
+            waited = time.perf_counter() - started
+            result = timed()
+        if not isinstance(result, Timing):
+            return result
+        return replace(result, phases={**result.phases, "lock_wait_s": waited})
 
     def _c_reference_ms(self, task: Task, workdir: Path) -> tuple[float, ...]:
         """Serial C reference time per timing configuration, on the first timing input set (cached); NaN for

@@ -84,4 +84,5 @@ def test_a_submission_that_takes_the_cards_memory_does_not_fail_the_honest_ones_
     jobs = [(task, HOG, 0)] + [(task, f"```cuda\n// honest {k}\n{honest}```", 0) for k in range(7)]
     evaluations = evaluator.evaluate_batch(jobs, max_workers=8)
     assert [e.status for e in evaluations[1:]] == ["ok"] * 7, [e.message for e in evaluations[1:]]
+    assert all(e.seconds["timing.lock_wait_s"] >= 0 for e in evaluations[1:])  # each timing says how long it waited
     print("judged alone:", sum("run_alone" in e.seconds for e in evaluations), "hog:", evaluations[0].status)
