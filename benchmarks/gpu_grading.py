@@ -15,8 +15,9 @@ training run sharing the GPU), with shared runs and without, alternating, ``--ro
 Every grading sees new sources (a comment naming the round, mode and process is added), so
 no build comes from the cache of another. Reported per setting: the wall time of the slowest
 process (median over rounds), replies graded per minute, the mean ``run`` and ``timing``
-seconds per reply, how many failures were judged again alone (``run_alone``: a runtime error or
-timeout beside other runs), and whether every reply got the same status in both modes.
+seconds per reply (and of the timing, how much was waiting for the card), how many failures
+were judged again alone (``run_alone``: a runtime error or timeout beside other runs), and
+whether every reply got the same status in both modes.
 
 Run on a GPU machine: ``python benchmarks/gpu_grading.py --processes 1 3 --rounds 2 --json OUT.json``.
 """
@@ -79,7 +80,7 @@ def grade(shared: bool, tag: str, replies: list[dict[str, Any]], limit: int) -> 
         jobs = [(tasks[r["task_id"]], marked(r["reply"], f"{tag} {i}"), 0) for i, r in enumerate(batch)]
         for evaluation in evaluator.evaluate_batch(jobs):
             statuses.append(evaluation.status.value)
-            for stage in ("run", "run_alone", "timing", "total"):
+            for stage in ("run", "run_alone", "timing", "timing.lock_wait_s", "total"):
                 seconds.setdefault(stage, []).append(evaluation.seconds.get(stage, 0.0))
             alone += "run_alone" in evaluation.seconds
     return {"wall_s": time.perf_counter() - started, "statuses": statuses, "judged_alone": alone,
@@ -115,6 +116,8 @@ def summary(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                          "replies_per_min": graded / wall * 60,
                          "run_s_per_reply": statistics.fmean(p["seconds"]["run"] for p in per),
                          "timing_s_per_reply": statistics.fmean(p["seconds"]["timing"] for p in per),
+                         "lock_wait_s_per_reply": statistics.fmean(p["seconds"].get("timing.lock_wait_s", 0.0)
+                                                                   for p in per),
                          "judged_alone": sum(p.get("judged_alone", 0) for p in per)})  # fmt: skip
         if len(statuses) == 2:
             pairs = [(a, b) for x, y in zip(statuses["exclusive"], statuses["shared"], strict=True)
