@@ -158,12 +158,12 @@ def main() -> None:
         Path(args.json).write_text(json.dumps(result, indent=1))
     table = Table(title=f"grading GRPO replies on {result['device']['card']}")
     for column in ("processes", "mode", "replies", "wall s", "replies/min", "run s/reply", "timing s/reply",
-                   "judged alone", "same status", "speedup"):  # fmt: skip
+                   "of it waiting", "judged alone", "same status", "speedup"):  # fmt: skip
         table.add_column(column, justify="right")
     for r in rows:
         table.add_row(str(r["processes"]), r["mode"], str(r["replies"]), f"{r['wall_s']:.1f}",
                       f"{r['replies_per_min']:.0f}", f"{r['run_s_per_reply']:.2f}", f"{r['timing_s_per_reply']:.2f}",
-                      str(r["judged_alone"]),
+                      f"{r['lock_wait_s_per_reply']:.2f}", str(r["judged_alone"]),
                       f"{r.get('same_status_share', float('nan')):.0%}",
                       f"{r['speedup_over_exclusive']:.2f}x" if "speedup_over_exclusive" in r else "")  # fmt: skip
     Console().print(table)
