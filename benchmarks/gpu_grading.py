@@ -157,8 +157,8 @@ def main() -> None:
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1))
     table = Table(title=f"grading GRPO replies on {result['device']['card']}")
-    for column in ("processes", "mode", "replies", "wall s", "replies/min", "run s/reply", "timing s/reply",
-                   "of it waiting", "judged alone", "same status", "speedup"):  # fmt: skip
+    # per reply: run, timing and its wait for the card in seconds; "alone": failures judged again alone
+    for column in ("procs", "mode", "replies", "wall s", "/min", "run", "timing", "wait", "alone", "same", "speedup"):
         table.add_column(column, justify="right")
     for r in rows:
         table.add_row(str(r["processes"]), r["mode"], str(r["replies"]), f"{r['wall_s']:.1f}",
