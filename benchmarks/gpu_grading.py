@@ -166,7 +166,7 @@ def main() -> None:
                       f"{r['lock_wait_s_per_reply']:.2f}", str(r["judged_alone"]),
                       f"{r.get('same_status_share', float('nan')):.0%}",
                       f"{r['speedup_over_exclusive']:.2f}x" if "speedup_over_exclusive" in r else "")  # fmt: skip
-    Console().print(table)
+    Console(width=max(100, Console().width)).print(table)
 
 
 if __name__ == "__main__":
