@@ -63,7 +63,9 @@ def test_root_only_files_never_reach_the_observation(secret):
 @needs_namespaces
 def test_hostile_group_mates_cannot_hurt_honest_ones(unscreened):
     """One evaluate_many: forged replies, a background thread, and a fork bomb beside honest submissions."""
-    forge = entry("  for (int fd = 3; fd < 64; ++fd) write(fd, \"CPF1\\xff\\xff\\xff\\x7f{}\", 10);")
+    # every descriptor the worker may hold: the reply pipe keeps the parent's number, which a busy parent
+    # (many files open, as under pytest-xdist) can push past any small range
+    forge = entry("  for (int fd = 3; fd < 65536; ++fd) write(fd, \"CPF1\\xff\\xff\\xff\\x7f{}\", 10);")
     spin = entry("  pthread_t t; pthread_create(&t, 0, [](void*) -> void* { for (;;) {} }, 0);\n"
                  "  for (int i = 0; i < 100; ++i) { sigaction(0, 0, 0); }")  # fmt: skip
     system = "#include <unistd.h>\n#include <pthread.h>\n#include <signal.h>\n"
