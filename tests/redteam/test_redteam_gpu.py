@@ -72,7 +72,7 @@ def test_a_gpu_submission_cannot_read_root_only_files_or_the_network(unscreened,
 
 
 def test_forged_gpu_replies_are_a_runtime_error(unscreened):
-    body = f'  for (int fd = 3; fd < 64; ++fd) raw({SYS_WRITE}, fd, (long)"CPF1\\xff\\xff\\xff\\x7f{{}}", 10);'
+    body = f'  for (int fd = 3; fd < 65536; ++fd) raw({SYS_WRITE}, fd, (long)"CPF1\\xff\\xff\\xff\\x7f{{}}", 10);'
     e = unscreened.evaluate(SAXPY, entry(body), seed=1)
     assert e.status == "runtime_error" and not e.correct
 

@@ -20,7 +20,7 @@ from cudaperf_env.toolchain.cache import scratch_dir
 
 
 def test_garbage_on_every_descriptor_is_a_runtime_error_not_an_exception():
-    body = 'for (int fd = 0; fd < 64; ++fd) if (fd != 1 && fd != 2) write(fd, "{\\"ok\\": true}\\n", 13);\n' + HONEST
+    body = 'for (int fd = 0; fd < 65536; ++fd) if (fd != 1 && fd != 2) write(fd, "{\\"ok\\": true}\\n", 13);\n' + HONEST
     _, results, _ = run_hostile(body)
     assert results[0].status == "runtime_error" and "malformed reply" in results[0].message
 
@@ -29,14 +29,14 @@ def test_a_forged_frame_with_wrong_types_is_a_runtime_error():
     forged = '{\\"ok\\": true, \\"code\\": \\"0\\", \\"error\\": 7, \\"seconds\\": -1}'
     body = (f'const char* j = "{forged}"; unsigned len = strlen(j); char buf[256];\n'
             'memcpy(buf, "CPF1", 4); memcpy(buf + 4, &len, 4); memcpy(buf + 8, j, len);\n'
-            'for (int fd = 3; fd < 64; ++fd) write(fd, buf, 8 + len);\n' + HONEST)  # fmt: skip
+            'for (int fd = 3; fd < 65536; ++fd) write(fd, buf, 8 + len);\n' + HONEST)  # fmt: skip
     _, results, _ = run_hostile(body)
     assert results[0].status == "runtime_error" and "malformed reply" in results[0].message
 
 
 def test_a_giant_frame_length_is_refused_before_it_is_read():
     body = ('unsigned len = 0xffffffffu; char buf[8]; memcpy(buf, "CPF1", 4); memcpy(buf + 4, &len, 4);\n'
-            'for (int fd = 3; fd < 64; ++fd) write(fd, buf, 8);\n' + HONEST)  # fmt: skip
+            'for (int fd = 3; fd < 65536; ++fd) write(fd, buf, 8);\n' + HONEST)  # fmt: skip
     _, results, _ = run_hostile(body)
     assert results[0].status == "runtime_error" and "frame" in results[0].message
 
