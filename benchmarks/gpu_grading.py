@@ -16,7 +16,7 @@ Every grading sees new sources (a comment naming the round, mode and process is 
 no build comes from the cache of another. Reported per setting: the wall time of the slowest
 process (median over rounds), replies graded per minute, the mean ``run`` and ``timing``
 seconds per reply (and of the timing, how much was waiting for the card), how many failures
-were judged again alone (``run_alone``: a runtime error or timeout beside other runs), and
+were judged again alone (``run_alone``: out of device memory beside other runs), and
 whether every reply got the same status in both modes.
 
 Run on a GPU machine: ``python benchmarks/gpu_grading.py --processes 1 3 --rounds 2 --json OUT.json``.

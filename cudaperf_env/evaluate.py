@@ -258,11 +258,13 @@ def shipped_ranker() -> Ranker | None:
 def run_and_judge(ctx: Context) -> Context | Evaluation:
     """Run every configuration in the worker and compare with the expected outputs.
 
-    On a backend whose runs share the device with other evaluations' runs, a runtime error or a
-    timeout is judged again with the device to itself, in a fresh worker (``Capabilities.alone``):
-    beside others it may have been theirs (a peer that took the card's memory, or its time), and a
-    verdict must not depend on what else was graded at the same moment. A wrong answer is not: a
-    peer cannot change a run's outputs (a failed allocation is a CUDA error the harness reports).
+    On a backend whose runs share the device with other evaluations' runs, a run that ran out of
+    device memory is judged again with the device to itself, in a fresh worker
+    (``Capabilities.alone``): a peer may have taken the memory, and a verdict must not depend on
+    what else was graded at the same moment. Nothing else is run again: a peer cannot change a
+    run's outputs or make it fault, a peer's share of the card's time is far inside a call's
+    limit (2 s plus 1,000x the baseline), and a second draw would give a sometimes-crashing or
+    sometimes-hanging kernel credit it does not earn alone.
     """
     want = ctx.pending["expected"].result()
     assert ctx.build is not None and ctx.worker is not None
@@ -272,7 +274,7 @@ def run_and_judge(ctx: Context) -> Context | Evaluation:
     ctx.seconds["run"] = time.perf_counter() - started
     failed = _judge_runs(ctx, runs, want)
     alone = ctx.backend.capabilities.alone
-    if failed is not None and failed[0] in PEER_FAILURES and alone is not None:
+    if failed is not None and out_of_device_memory(*failed) and alone is not None:
         started = time.perf_counter()
         ctx.worker.kill()
         ctx.worker = ctx.backend.start_worker(ctx.workdir)
@@ -284,8 +286,9 @@ def run_and_judge(ctx: Context) -> Context | Evaluation:
     return ctx
 
 
-PEER_FAILURES = (Status.RUNTIME_ERROR, Status.TIMEOUT)
-"""Run verdicts that another evaluation's run on the same device could have caused."""
+def out_of_device_memory(status: Status, message: str) -> bool:
+    """Whether a run failed for want of device memory: what another run on the same device can cause (pure)."""
+    return status == Status.RUNTIME_ERROR and "cudaErrorMemoryAllocation" in message
 
 
 def _judge_runs(ctx: Context, runs: Sequence[Any], want: Sequence[Any]) -> tuple[Status, str] | None:

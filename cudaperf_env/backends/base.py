@@ -202,8 +202,8 @@ class Capabilities:
         sanitizer: Runs sanitizers on correct submissions (None: not available or not enabled).
         kernelbench: Runs KernelBench-mode submissions (None: native mode only; the mode needs a GPU).
         alone: Runs share the device with other evaluations' runs, and this runs one with the device
-            to itself: a failure beside others may be theirs (the device's memory, its time), so it is
-            judged alone again (None: runs never share the device).
+            to itself: a run that ran out of device memory beside others may have lost it to them, so
+            it is judged alone again (None: runs never share the device).
     """
 
     timer: Timer | None = None

@@ -7,7 +7,7 @@ import pytest
 
 from cudaperf_env.backends.base import CallResult, Capabilities
 from cudaperf_env.backends.cpu.backend import CpuBackend
-from cudaperf_env.evaluate import EvalOptions, Evaluator
+from cudaperf_env.evaluate import EvalOptions, Evaluator, out_of_device_memory
 from cudaperf_env.status import Status
 from cudaperf_env.tasks import load_tasks
 
@@ -55,12 +55,19 @@ def test_an_honest_kernel_that_met_a_peer_is_judged_alone_and_correct():
     assert (backend.shared, backend.alone) == (1, 1) and evaluation.seconds["run_alone"] > 0
 
 
-def test_a_kernel_that_fails_by_itself_fails_alone_too():
+def test_a_kernel_that_crashes_by_itself_gets_no_second_draw():
     backend = SharedRuns()
     crash = SAXPY.implementation("naive").source.replace("y[i] = a * x[i] + y[i];", "y[i + (1 << 30)] = 1.0f;")
     assert crash != SAXPY.implementation("naive").source
     evaluation = evaluate(backend, crash)
-    assert evaluation.status == Status.RUNTIME_ERROR and (backend.shared, backend.alone) == (1, 1)
+    assert evaluation.status == Status.RUNTIME_ERROR and (backend.shared, backend.alone) == (1, 0)
+
+
+def test_only_running_out_of_device_memory_is_what_a_peer_can_cause():
+    assert out_of_device_memory(Status.RUNTIME_ERROR, OUT_OF_MEMORY.message)
+    assert not out_of_device_memory(Status.RUNTIME_ERROR, "cudaErrorIllegalAddress: an illegal memory access")
+    assert not out_of_device_memory(Status.TIMEOUT, "stopped after 2.1 s")  # a hang gets no second draw
+    assert not out_of_device_memory(Status.WRONG_ANSWER, OUT_OF_MEMORY.message)
 
 
 @pytest.mark.parametrize("peer_failures", [0, 1])

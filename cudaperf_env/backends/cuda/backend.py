@@ -194,9 +194,9 @@ class CudaBackend:
         assert self._lock is not None
         return self._lock
 
-    def run_lock(self) -> AbstractContextManager[DeviceLock]:
-        """The lock a correctness or sanitizer run holds: shared with other runs (``shared_runs``), or not."""
-        return self.gpu_lock.hold(exclusive=not self.shared_runs)
+    def run_lock(self, alone: bool = False) -> AbstractContextManager[DeviceLock]:
+        """The lock a correctness or sanitizer run holds: shared with other runs (``shared_runs``), unless ``alone``."""
+        return self.gpu_lock.hold(exclusive=alone or not self.shared_runs)
 
     @property
     def arch(self) -> str:
@@ -205,7 +205,7 @@ class CudaBackend:
     @property
     def capabilities(self) -> Capabilities:
         """Times correct submissions (unless ``measures_time`` is off); sanitizes them if :attr:`sanitizers` is set;
-        runs a failed submission again alone where runs share the card (:attr:`shared_runs`)."""
+        runs a submission that ran out of memory again alone where runs share the card (:attr:`shared_runs`)."""
         return Capabilities(timer=self if self.measures_time else None, sanitizer=self if self.sanitizers else None,
                             kernelbench=self.kernelbench, alone=self if self.shared_runs else None)  # fmt: skip
 
@@ -236,7 +236,7 @@ class CudaBackend:
     def run(
         self, build: Build, task: Task, jobs: Sequence[Job], workdir: Path, worker: Worker | None = None
     ) -> list[CallResult]:
-        return self._run(build, task, jobs, workdir, worker, alone=not self.shared_runs)
+        return self._run(build, task, jobs, workdir, worker, alone=False)
 
     def run_alone(
         self, build: Build, task: Task, jobs: Sequence[Job], workdir: Path, worker: Worker
@@ -255,7 +255,7 @@ class CudaBackend:
         baseline_ms = self._baseline_call_ms(task, jobs, workdir) if timed else [math.nan] * len(jobs)
         limits = [self.call_limits.limit_s(ms, self.timeout_s) if self.call_limits else self.timeout_s
                   for ms in baseline_ms]  # fmt: skip
-        with self.gpu_lock.hold(exclusive=alone):  # shared: beside other correctness runs, never beside a timing
+        with self.run_lock(alone):  # shared: beside other correctness runs, never beside a timing
             results = run_limited(build.library, task, jobs, workdir, worker, limits, baseline_ms, self.timeout_s)
         if any(r.crash_kind for r in results) and not self.probe(workdir):
             raise BackendUnavailableError("the GPU did not pass its health probe after a crashed submission")
