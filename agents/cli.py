@@ -56,9 +56,11 @@ def _train_grpo(args: argparse.Namespace) -> int:
 def _task_args(p: argparse.ArgumentParser, required: bool = True) -> None:
     group = p.add_mutually_exclusive_group(required=required)
     group.add_argument("--task", action="append", help="task id or task file (repeatable)")
-    group.add_argument("--split", choices=["train", "validation", "test"], help="a split of the shipped dataset")
+    group.add_argument("--split", action="append", choices=["train", "validation", "test"],
+                       help="a split of the shipped dataset (repeatable: the splits are rolled out together, "
+                            "each reported apart)")  # fmt: skip
     group.add_argument("--task-dir", help="every task in a directory of task files")
-    p.add_argument("--limit", type=int, help="only the first N tasks")
+    p.add_argument("--limit", type=int, help="only the first N tasks (of each split)")
     p.add_argument("--spread", action="store_true",
                    help="with --limit: N tasks round-robin over the families instead of the first N")  # fmt: skip
 
@@ -92,14 +94,18 @@ def _policy_args(p: argparse.ArgumentParser) -> None:
 def _tasks(args: argparse.Namespace) -> list[Any]:
     from cudaperf_env.tasks import find_task, load_tasks
 
-    if args.task:
-        tasks = [find_task(t, None) for t in args.task]
-    elif args.split:
+    if args.split:
         from cudaperf_env.dataset import load_dataset
 
-        tasks = list(load_dataset(args.split, labels=False).values())
-    else:
-        tasks = list(load_tasks(args.task_dir).values())
+        return [t for split in dict.fromkeys(args.split)
+                for t in _limited(list(load_dataset(split, labels=False).values()), args)]  # fmt: skip
+    if args.task:
+        return _limited([find_task(t, None) for t in args.task], args)
+    return _limited(list(load_tasks(args.task_dir).values()), args)
+
+
+def _limited(tasks: list[Any], args: argparse.Namespace) -> list[Any]:
+    """``--limit`` tasks: the first ones, or with ``--spread`` round-robin over the families."""
     if args.limit and getattr(args, "spread", False):
         from agents.evaluate import spread_over_families
 
@@ -189,10 +195,21 @@ def _evaluate(args: argparse.Namespace) -> int:
     else:
         console.print("[red]error:[/red] give --task, --split, --task-dir or --trajectories FILE")
         return 2
-    report = write_report(records, out_dir, plots=not args.no_plots)
+    report = write_report(records, out_dir, plots=not args.no_plots, splits=_splits(args))
     console.print(_report_table(report))
     console.print(f"report: {out_dir / 'report.json'}")
     return 0
+
+
+def _splits(args: argparse.Namespace) -> dict[str, list[str]] | None:
+    """Each requested split's task ids, where more than one split was rolled out together."""
+    names = list(dict.fromkeys(args.split or ()))
+    if len(names) < 2 or args.trajectories:
+        return None
+    from cudaperf_env.dataset import load_splits
+
+    ids = load_splits()
+    return {name: ids[name] for name in names}
 
 
 def _show(console: Console, r: TurnRecord) -> None:

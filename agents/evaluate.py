@@ -9,14 +9,14 @@ records, live or read back with :func:`agents.records.read_records`, into
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from agents.plots import plot_fast_p, plot_per_turn
 from agents.policies.base import Policy
 from agents.records import TurnRecord, write_records
-from agents.report import build_report
+from agents.report import build_report, by_split
 from agents.rollout import OnTurn, RolloutConfig, rollouts
 from cudaperf_env.evaluate import Evaluator
 from cudaperf_env.tasks.schema import Task
@@ -69,11 +69,18 @@ def spread_over_families(tasks: Sequence[Task], n: int) -> list[Task]:
     return picked
 
 
-def write_report(records: Sequence[TurnRecord], out_dir: str | Path, plots: bool = True) -> dict[str, Any]:
-    """``report.json`` (and ``fast_p.png``, ``per_turn.png``) in ``out_dir``; returns the report."""
+def write_report(records: Sequence[TurnRecord], out_dir: str | Path, plots: bool = True,
+                 splits: Mapping[str, Collection[str]] | None = None) -> dict[str, Any]:  # fmt: skip
+    """``report.json`` (and ``fast_p.png``, ``per_turn.png``) in ``out_dir``; returns the report.
+
+    With ``splits`` (a split's name -> its task ids), the report adds ``per_split``: the same
+    report over each split's records.
+    """
     directory = Path(out_dir)
     directory.mkdir(parents=True, exist_ok=True)
     report = build_report(records)
+    if splits:
+        report["per_split"] = {name: build_report(rs) for name, rs in by_split(records, splits).items()}
     (directory / "report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     if plots and records:
         plot_fast_p(report, directory / "fast_p.png")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from agents.metrics import breakdown, fast_p, geomean_speedup, mean_pass_at_k
@@ -35,6 +35,13 @@ def trajectories(records: Sequence[TurnRecord]) -> dict[Key, list[TurnRecord]]:
     for r in records:
         groups[(r.task_id, r.seed, r.trajectory)].append(r)
     return {key: sorted(turns, key=lambda r: r.turn) for key, turns in groups.items()}
+
+
+def by_split(records: Sequence[TurnRecord], splits: Mapping[str, Collection[str]]) -> dict[str, list[TurnRecord]]:
+    """The records of each split (a split's name -> its task ids) that has any, in ``splits``' order."""
+    members = {name: set(ids) for name, ids in splits.items()}
+    parts = {name: [r for r in records if r.task_id in ids] for name, ids in members.items()}
+    return {name: rs for name, rs in parts.items() if rs}
 
 
 def best_by_turn(turns: Sequence[TurnRecord], turn: int) -> Outcome:

@@ -152,8 +152,8 @@ def run_dir(config: AblationConfig, arm: str, seed: int) -> Path:
     return Path(config.out) / "runs" / arm / f"seed-{seed}"
 
 
-def eval_dir(config: AblationConfig, which: str, seed: int, split: str) -> Path:
-    return Path(config.out) / "eval" / which / f"seed-{seed}" / split
+def eval_dir(config: AblationConfig, which: str, seed: int) -> Path:
+    return Path(config.out) / "eval" / which / f"seed-{seed}"
 
 
 def train_command(config: AblationConfig, arm: str, seed: int) -> list[str]:
@@ -171,15 +171,20 @@ def train_command(config: AblationConfig, arm: str, seed: int) -> list[str]:
             "--static-cache" if config.static_cache else "--no-static-cache"]  # fmt: skip
 
 
-def eval_command(config: AblationConfig, which: str, seed: int, split: str) -> list[str]:
-    """The ``cudaperf evaluate`` command of the start model (``which="start"``) or an arm's final checkpoint."""
-    command = [sys.executable, "-m", "cudaperf_env.cli", "evaluate", "--split", split,
+def eval_command(config: AblationConfig, which: str, seed: int) -> list[str]:
+    """The ``cudaperf evaluate`` command of the start model (``which="start"``) or an arm's final checkpoint.
+
+    Every held-out split in one command (one model load, one generation call per turn for all
+    of them); the report keeps each split's figures (``per_split``).
+    """
+    splits = [arg for split in config.eval_splits for arg in ("--split", split)]
+    batch = config.eval_limit * len(config.eval_splits) if config.eval_limit else 64
+    command = [sys.executable, "-m", "cudaperf_env.cli", "evaluate", *splits,
                "--limit", str(config.eval_limit), "--spread", "--policy", config.eval_policy,
                "--model", config.model,
                "--backend", config.backend, "--turns", str(config.turns), "--group", str(config.eval_group),
-               "--batch-tasks", str(config.eval_limit or 64),  # one generation call per turn for the whole split
-               "--seed", str(seed), "--max-tokens", str(config.max_tokens),
-               "--out-dir", str(eval_dir(config, which, seed, split))]  # fmt: skip
+               "--batch-tasks", str(batch), "--seed", str(seed), "--max-tokens", str(config.max_tokens),
+               "--out-dir", str(eval_dir(config, which, seed)), "--no-plots"]  # fmt: skip
     if which != "start":
         command += ["--adapter", str(run_dir(config, which, seed) / "final")]
     if config.static_cache and config.eval_policy == "transformers":
@@ -192,10 +197,9 @@ def plan(config: AblationConfig) -> list[Job]:
     logs = Path(config.out) / "logs"
     jobs = []
     for seed in config.seeds:
-        for split in config.eval_splits:
-            d = eval_dir(config, "start", seed, split)
-            jobs.append(Job(f"eval-start-s{seed}-{split}", eval_command(config, "start", seed, split),
-                            d / "report.json", log=logs / f"eval-start-s{seed}-{split}.log"))  # fmt: skip
+        report = eval_dir(config, "start", seed) / "report.json"
+        jobs.append(Job(f"eval-start-s{seed}", eval_command(config, "start", seed), report,
+                        log=logs / f"eval-start-s{seed}.log"))  # fmt: skip
     for arm in config.arms:
         for seed in config.seeds:
             name = f"train-{arm}-s{seed}"
@@ -203,11 +207,9 @@ def plan(config: AblationConfig) -> list[Job]:
                             log=logs / f"{name}.log"))  # fmt: skip
     for arm in config.arms:
         for seed in config.seeds:
-            for split in config.eval_splits:
-                d = eval_dir(config, arm, seed, split)
-                jobs.append(Job(f"eval-{arm}-s{seed}-{split}", eval_command(config, arm, seed, split),
-                                d / "report.json", after=(f"train-{arm}-s{seed}",),
-                                log=logs / f"eval-{arm}-s{seed}-{split}.log"))  # fmt: skip
+            jobs.append(Job(f"eval-{arm}-s{seed}", eval_command(config, arm, seed),
+                            eval_dir(config, arm, seed) / "report.json", after=(f"train-{arm}-s{seed}",),
+                            log=logs / f"eval-{arm}-s{seed}.log"))  # fmt: skip
     return jobs
 
 

@@ -2,12 +2,13 @@
 
 Pure where it can be: :func:`headline` and :func:`mean_ci` take numbers and
 reports; :func:`arm_result` reads the evaluation directories the driver wrote
-(``report.json`` and ``trajectories.jsonl`` per split, as ``cudaperf evaluate``
-writes them) and the runs' ``metrics.jsonl``.
+(one ``report.json`` per checkpoint and seed, with every held-out split in it,
+as ``cudaperf evaluate`` writes it) and the runs' ``metrics.jsonl``.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 from collections.abc import Sequence
@@ -15,8 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from agents.grpo.logbook import read_metrics
-from agents.records import read_records
-from agents.report import build_report
 
 METRICS = ("pass_at_1", "fast_1", "fast_1_5", "geomean_speedup")
 
@@ -54,13 +53,19 @@ def mean_ci(values: Sequence[float | None]) -> dict[str, Any]:
 
 
 def evaluation(directory: Path, splits: Sequence[str]) -> dict[str, Any] | None:
-    """Held-out metrics over all ``splits`` together, plus each split's; None until every split is evaluated."""
-    dirs = [directory / s for s in splits]
-    if not all((d / "report.json").is_file() and (d / "trajectories.jsonl").is_file() for d in dirs):
+    """Held-out metrics over all ``splits`` together, plus each split's; None until the evaluation is done.
+
+    ``directory`` holds the one ``report.json`` that ``cudaperf evaluate --split A --split B``
+    wrote (its ``per_split`` section; with one split, the report is that split's).
+    """
+    path = directory / "report.json"
+    if not path.is_file():
         return None
-    records = {s: read_records(d / "trajectories.jsonl") for s, d in zip(splits, dirs, strict=True)}
-    union = headline(build_report([r for rs in records.values() for r in rs]))
-    return {**union, "per_split": {s: headline(build_report(rs)) for s, rs in records.items()}}
+    report = json.loads(path.read_text(encoding="utf-8"))
+    parts = report.get("per_split") or ({splits[0]: report} if len(splits) == 1 else {})
+    if any(s not in parts for s in splits):
+        return None
+    return {**headline(report), "per_split": {s: headline(parts[s]) for s in splits}}
 
 
 def step_times(run_dir: Path) -> dict[str, Any]:

@@ -58,3 +58,17 @@ def test_ray_flag_without_ray_says_what_to_install(scripted, tmp_path, monkeypat
     with pytest.raises(BackendUnavailableError, match=r"pip install 'cudaperf-env\[ray\]'"):
         run(["agent", "run", "--task", TASK.id, "--backend", "cpu", "--turns", "1", "--ray", "local",
              "--out", str(tmp_path / "t.jsonl")])
+
+
+def test_evaluate_rolls_several_splits_out_together_and_reports_each(scripted, tmp_path):
+    from cudaperf_env.dataset import load_splits
+
+    out = tmp_path / "r"
+    assert run(["evaluate", "--split", "validation", "--split", "test", "--limit", "2", "--spread", "--backend", "cpu",
+                "--turns", "1", "--out-dir", str(out), "--no-plots"]) == 0  # fmt: skip
+    report = json.loads((out / "report.json").read_text())
+    rolled = {json.loads(line)["task_id"] for line in (out / "trajectories.jsonl").read_text().splitlines()}
+    splits = load_splits()
+    assert report["tasks"] == 4 and set(report["per_split"]) == {"validation", "test"}
+    for name in ("validation", "test"):
+        assert report["per_split"][name]["tasks"] == 2 and len(rolled & set(splits[name])) == 2

@@ -18,22 +18,25 @@ from cudaperf_env.evaluate import Evaluator
 from cudaperf_env.tasks import load_tasks
 
 TASK = load_tasks()["c2cuda/saxpy_f32"]
+OTHER = load_tasks()["c2cuda/fma3_f32"]
 GOOD = f"```cuda\n{TASK.implementation('naive').source}```"
 
 
 def test_plan_pairs_each_final_checkpoint_with_the_start_model_on_the_same_seed(tmp_path):
     config = AblationConfig(model="/m", out=str(tmp_path), seeds=(0, 1))
     jobs = {j.name: j for j in plan(config)}
-    assert len(jobs) == 2 * 2 + 3 * 2 + 3 * 2 * 2
+    assert len(jobs) == 2 + 3 * 2 + 3 * 2  # one evaluation per checkpoint and seed covers both held-out splits
     speed, ranker = jobs["train-speedup_only-s1"].command, jobs["train-cudaperf_ranker-s1"].command
     assert speed[speed.index("--preset") + 1] == "speedup_only" and "--no-ranker" in speed
     assert ranker[ranker.index("--preset") + 1] == "cudaperf" and "--ranker" in ranker
     assert "--no-ranker" in jobs["train-cudaperf_no_ranker-s0"].command
-    final, start = jobs["eval-cudaperf_ranker-s1-test"], jobs["eval-start-s1-test"]
+    final, start = jobs["eval-cudaperf_ranker-s1"], jobs["eval-start-s1"]
     assert final.after == ("train-cudaperf_ranker-s1",) and "--adapter" not in start.command
     assert final.command[final.command.index("--adapter") + 1] == str(tmp_path / "runs/cudaperf_ranker/seed-1/final")
     for job in (final, start):
         assert job.command[job.command.index("--seed") + 1] == "1" and "--spread" in job.command
+        splits = [job.command[i + 1] for i, arg in enumerate(job.command) if arg == "--split"]
+        assert splits == ["validation", "test"] and job.command[job.command.index("--batch-tasks") + 1] == "128"
     with pytest.raises(ValueError, match="unknown arms"):
         AblationConfig(model="/m", arms=("best",))
 
@@ -74,13 +77,18 @@ def test_results_file_has_the_issue_schema(tmp_path):
                             arms=("speedup_only", "cudaperf_ranker"), seeds=(0, 1), steps=3, turns=1,
                             eval_splits=("validation", "test"))  # fmt: skip
     evaluator = Evaluator(make_backend("cpu"))
+    splits = {"validation": [TASK.id], "test": [OTHER.id]}  # saxpy is a validation task here, fma3 a test one
+
+    def replies(kernels):  # the saxpy kernel where saxpy is asked (each kernel of the list in turn), else prose
+        return lambda messages, j: kernels[j % len(kernels)] if "saxpy" in messages[-1]["content"] else "no code"
+
     for seed in config.seeds:  # the start model writes no code; both arms' final checkpoints write the kernel
-        for which, replies in (("start", ["no code"]), ("speedup_only", [GOOD, "no"]), ("cudaperf_ranker", [GOOD])):
-            for split in config.eval_splits:
-                d = tmp_path / "abl" / "eval" / which / f"seed-{seed}" / split
-                rc = RolloutConfig(turns=1, group=2, seed=seed)
-                write_report(evaluate_policy(ScriptedPolicy(replies), [TASK], evaluator, rc, d / "trajectories.jsonl"),
-                             d, plots=False)  # fmt: skip
+        for which, kernels in (("start", ["no code"]), ("speedup_only", [GOOD, "no"]), ("cudaperf_ranker", [GOOD])):
+            d = tmp_path / "abl" / "eval" / which / f"seed-{seed}"
+            rc = RolloutConfig(turns=1, group=2, seed=seed)
+            records = evaluate_policy(ScriptedPolicy(replies(kernels)), [TASK, OTHER], evaluator, rc,
+                                      d / "trajectories.jsonl")  # fmt: skip
+            write_report(records, d, plots=False, splits=splits)
         for arm in config.arms:
             book = Logbook(tmp_path / "abl" / "runs" / arm / f"seed-{seed}", 3, False, False, 0)
             for step in (1, 2, 3):
@@ -100,9 +108,11 @@ def test_results_file_has_the_issue_schema(tmp_path):
                 assert {"pass_at_1", "fast_1", "fast_1_5", "geomean_speedup"} <= set(entry[which])
             assert entry["start"]["pass_at_1"] == 0.0 and entry["step_times"]["step_s"] == 10.0
     speed, ranker = results["arms"]
-    assert speed["per_seed"][0]["final"]["pass_at_1"] == pytest.approx(0.5)  # one of two samples correct
-    assert ranker["summary"]["delta"]["pass_at_1"] == {"mean": 1.0, "ci95": [1.0, 1.0], "n": 2}
-    assert speed["per_seed"][0]["final"]["per_split"]["test"]["tasks"] == 1
+    final = speed["per_seed"][0]["final"]
+    assert final["pass_at_1"] == pytest.approx(0.25)  # saxpy: one of two samples correct; fma3: none
+    assert final["per_split"]["validation"]["pass_at_1"] == pytest.approx(0.5)
+    assert final["per_split"]["test"] == {**final["per_split"]["test"], "pass_at_1": 0.0, "tasks": 1}
+    assert ranker["summary"]["delta"]["pass_at_1"] == {"mean": 0.5, "ci95": [0.5, 0.5], "n": 2}
 
 
 def test_spread_subset_covers_the_families_round_robin():
@@ -144,8 +154,8 @@ def test_a_failed_job_is_started_again_once(tmp_path):
 def test_dry_run_lists_every_job(tmp_path, capsys):
     assert main(["--model", "/m", "--out", str(tmp_path), "--seeds", "0", "--arms", "speedup_only", "--dry-run"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 2 + 1 + 2 and all(line.startswith("[pending] ") for line in lines)
-    assert "--save-every 1" in lines[2] and "--preset speedup_only" in lines[2]
+    assert len(lines) == 1 + 1 + 1 and all(line.startswith("[pending] ") for line in lines)
+    assert "--save-every 1" in lines[1] and "--preset speedup_only" in lines[1]
 
 
 def test_several_jobs_share_a_gpu_at_once(tmp_path):
@@ -164,11 +174,11 @@ def test_several_jobs_share_a_gpu_at_once(tmp_path):
 def test_boolean_options_are_flags_passed_to_the_runs(tmp_path, capsys):
     args = ["--model", "/m", "--out", str(tmp_path), "--seeds", "0", "--arms", "speedup_only", "--dry-run"]
     assert main([*args, "--no-tensorboard", "--jobs-per-gpu", "4"]) == 0
-    train = capsys.readouterr().out.splitlines()[2]
+    train = capsys.readouterr().out.splitlines()[1]
     assert train.endswith("--no-tensorboard --no-static-cache")
     assert main([*args, "--static-cache", "--eval-policy", "transformers"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[2].endswith("--tensorboard --static-cache") and lines[1].endswith("--static-cache")
+    assert lines[1].endswith("--tensorboard --static-cache") and lines[0].endswith("--static-cache")
 
 
 def session(seed, pass_at_1, **config):
