@@ -95,9 +95,13 @@ class BufferFile:
             region[:] = inputs[slot.arg.name] if slot.arg.role in ("in", "inout") else poison_value(slot.arg)
         flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
         self._fd = os.open(path, flags, 0o600)
-        os.fchmod(self._fd, 0o666)  # the worker may run as another (unprivileged) user
-        os.ftruncate(self._fd, self.size)
-        _pwrite_all(self._fd, self._view)
+        try:
+            os.fchmod(self._fd, 0o666)  # the worker may run as another (unprivileged) user
+            os.ftruncate(self._fd, self.size)
+            _pwrite_all(self._fd, self._view)
+        except BaseException:  # a full file system, say: no half-written file is left behind
+            self.close()
+            raise
 
     def read_back(self) -> None:
         """Refresh the parent's copy from the file after a call.

@@ -10,7 +10,6 @@ import shutil
 import subprocess
 import threading
 import time
-import weakref
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
@@ -33,6 +32,7 @@ from cudaperf_env.backends.cuda.budget import (
 from cudaperf_env.backends.cuda.clocks import read_clocks
 from cudaperf_env.backends.cuda.device_lock import DeviceLock, device_identity
 from cudaperf_env.backends.cuda.kernelbench import KernelBenchRunner
+from cudaperf_env.backends.cuda.perf_inputs import PerfInputs
 from cudaperf_env.backends.cuda.replies import time_reply_problem, wall_check_problem
 from cudaperf_env.backends.cuda.sanitizer import sanitizer_command, sanitizer_verdict
 from cudaperf_env.backends.cuda.timing import (
@@ -55,7 +55,7 @@ from cudaperf_env.source.screen import Finding
 from cudaperf_env.status import Status
 from cudaperf_env.tasks.schema import Config, Task
 from cudaperf_env.toolchain import initcode, tools
-from cudaperf_env.toolchain.cache import cache_dir, scratch_dir
+from cudaperf_env.toolchain.cache import cache_dir
 from cudaperf_env.toolchain.confine import Confinement, Limits
 from cudaperf_env.toolchain.native import build_c_reference, build_library
 
@@ -592,30 +592,6 @@ def set_spec(task: Task, config: Config, f: BufferFile) -> dict:
             if arg.role == "out":
                 spec.update(restore="poison", poison=int(poison_value(arg).view(np.uint8)[0]))
     return {"file": str(f.path), "size": f.size, "args": args}
-
-
-class PerfInputs:
-    """Input sets of the large timing configurations, made once per task and configuration.
-
-    They are seed-independent (the agent never sees them) so repeated evaluations of
-    a task skip generating and writing hundreds of megabytes. Files live in a private
-    tmpfs directory removed when this object is collected or the process exits.
-    """
-
-    def __init__(self) -> None:
-        self.folder = scratch_dir("cudaperf-perf-")
-        self.folder.chmod(0o755)  # read by confined workers, which run as users of their own
-        self._sets: dict[tuple[str, int], list[BufferFile]] = {}
-        weakref.finalize(self, shutil.rmtree, self.folder, True)
-
-    def sets(self, task: Task, index: int, config: Config, count: int) -> list[BufferFile]:
-        key = (task.id, index)
-        if key not in self._sets:
-            self._sets[key] = [
-                BufferFile(self.folder / f"{abs(hash(key))}-{k}.bin", task, config, task_inputs(task, config, 1000 + k))
-                for k in range(count)
-            ]
-        return self._sets[key]
 
 
 def _timing_configs(task: Task) -> tuple[Config, ...]:

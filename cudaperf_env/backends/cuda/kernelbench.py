@@ -32,6 +32,7 @@ import numpy as np
 
 from cudaperf_env.backends.base import CallResult, Crash, Job, Worker
 from cudaperf_env.backends.cuda.clocks import read_clocks
+from cudaperf_env.backends.cuda.perf_inputs import PERF_SEED
 from cudaperf_env.backends.cuda.timing import (
     SpeedupEstimate,
     Timing,
@@ -39,7 +40,7 @@ from cudaperf_env.backends.cuda.timing import (
     bandwidth_flag,
     wall_clock_inconsistent,
 )
-from cudaperf_env.backends.cuda.torch_baselines import PERF_SEED, TorchBaselines, TorchTimes
+from cudaperf_env.backends.cuda.torch_baselines import TorchBaselines, TorchTimes
 from cudaperf_env.backends.execute import io_dir
 from cudaperf_env.backends.generator import task_inputs
 from cudaperf_env.backends.sandbox import WorkerProcess

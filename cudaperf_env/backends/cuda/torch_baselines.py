@@ -28,14 +28,13 @@ from typing import Any
 
 import numpy as np
 
+from cudaperf_env.backends.cuda.perf_inputs import PERF_SEED
 from cudaperf_env.backends.cuda.timing import SpeedupEstimate, Timing, TimingOptions
 from cudaperf_env.backends.generator import task_inputs
 from cudaperf_env.backends.torch_reference import TorchReference, TorchReferenceError
 from cudaperf_env.tasks.expressions import evaluate
 from cudaperf_env.tasks.schema import Config, Task
 from cudaperf_env.toolchain.cache import cache_dir
-
-PERF_SEED = 1000  # PerfInputs draws input set k of a timing configuration with seed 1000 + k
 
 
 @dataclass(frozen=True)
