@@ -51,6 +51,11 @@ class SFTConfig:
         lr: Peak learning rate.
         warmup: Linear warm-up steps.
         max_len: Longest example in tokens (longer ones are dropped, not cut).
+        max_reply_tokens: Drop examples whose reply (with its end-of-sequence token) is longer
+            than this (0: keep all). A model that will answer within N new tokens should learn
+            replies that fit: a quarter of the train split's implementations are longer than 768
+            tokens of SmolLM2's tokenizer (median 553, 90th percentile 1,029), and a reply cut
+            before its entry function is rejected.
         lora_r: LoRA rank.
         lora_alpha: LoRA scaling numerator.
         lora_dropout: Dropout on the LoRA path.
@@ -72,6 +77,7 @@ class SFTConfig:
     lr: float = 2e-4
     warmup: int = 20
     max_len: int = 2048
+    max_reply_tokens: int = 0
     lora_r: int = 16
     lora_alpha: int = 32
     lora_dropout: float = 0.05
@@ -117,6 +123,15 @@ def encode(tokenizer: Any, example: Example) -> tuple[list[int], list[int]]:
     return list(prompt) + reply, [-100] * len(prompt) + reply
 
 
+def fitting(encoded: Sequence[tuple[list[int], list[int]]], max_len: int, max_reply_tokens: int = 0,
+            ) -> list[tuple[list[int], list[int]]]:  # fmt: skip
+    """The encoded examples at most ``max_len`` tokens long whose reply is at most ``max_reply_tokens`` (0: any)."""
+    def reply_fits(labels: list[int]) -> bool:
+        return not max_reply_tokens or sum(x != -100 for x in labels) <= max_reply_tokens
+
+    return [(ids, labels) for ids, labels in encoded if len(ids) <= max_len and reply_fits(labels)]
+
+
 def lr_at(step: int, config: SFTConfig) -> float:
     """Linear warm-up to ``lr``, then cosine decay to 10% of it at the last step."""
     if step < config.warmup:
@@ -154,11 +169,12 @@ def train(config: SFTConfig, model: Any = None, tokenizer: Any = None, tasks: Se
         from cudaperf_env.dataset import load_dataset
 
         tasks = list(load_dataset(config.split, labels=False).values())
-    data = [e for e in (encode(tokenizer, x) for x in sft_examples(tasks)) if len(e[0]) <= config.max_len]
+    data = fitting([encode(tokenizer, x) for x in sft_examples(tasks)], config.max_len, config.max_reply_tokens)
     if config.max_examples:
         data = data[: config.max_examples]
     if not data:
-        raise ValueError(f"no example fits max_len={config.max_len}; raise --max-len")
+        raise ValueError(f"no example fits max_len={config.max_len} and max_reply_tokens={config.max_reply_tokens}; "
+                         "raise them")  # fmt: skip
     lora = peft.LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout,
                            target_modules="all-linear", task_type="CAUSAL_LM")  # fmt: skip
     model = peft.get_peft_model(model, lora).to(device)

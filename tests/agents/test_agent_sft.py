@@ -8,7 +8,7 @@ transformers = pytest.importorskip("transformers", reason="needs the agent extra
 pytest.importorskip("peft", reason="needs the agent extra: pip install 'cudaperf-env[agent]'")
 torch = pytest.importorskip("torch")
 
-from agents.sft import SFTConfig, encode, latest_checkpoint, lr_at, sft_examples, train  # noqa: E402
+from agents.sft import SFTConfig, encode, fitting, latest_checkpoint, lr_at, sft_examples, train  # noqa: E402
 from cudaperf_env.tasks import load_tasks  # noqa: E402
 
 TASKS = [load_tasks()["c2cuda/saxpy_f32"]]
@@ -30,6 +30,15 @@ def test_examples_pair_the_agents_prompt_with_each_verified_implementation(tiny_
     ids, labels = encode(tiny_tokenizer, examples[0])
     assert len(ids) == len(labels) and labels[0] == -100 and labels[-1] == tiny_tokenizer.eos_token_id
     assert ids[len(ids) - sum(x != -100 for x in labels):] == [x for x in labels if x != -100]
+
+
+def test_examples_too_long_or_with_replies_too_long_are_dropped():
+    short, long_reply, long_prompt = ([1] * 3 + [7] * 2, [-100] * 3 + [7] * 2), ([1] + [7] * 6, [-100] + [7] * 6), \
+        ([1] * 9 + [7], [-100] * 9 + [7])  # fmt: skip
+    encoded = [short, long_reply, long_prompt]
+    assert fitting(encoded, max_len=100) == encoded
+    assert fitting(encoded, max_len=100, max_reply_tokens=2) == [short, long_prompt]
+    assert fitting(encoded, max_len=7, max_reply_tokens=6) == [short, long_reply]
 
 
 def test_schedule_warms_up_then_decays():
