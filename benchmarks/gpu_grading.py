@@ -70,20 +70,25 @@ def grade(shared: bool, tag: str, replies: list[dict[str, Any]], limit: int) -> 
     from cudaperf_env.dataset import find_task
     from cudaperf_env.evaluate import Evaluator
 
-    evaluator = Evaluator(CudaBackend(shared_runs=shared))
+    backend = CudaBackend(shared_runs=shared)
+    evaluator = Evaluator(backend)
     tasks = {task_id: find_task(task_id) for task_id in {r["task_id"] for r in replies}}
     statuses: list[str] = []
     seconds: dict[str, list[float]] = {}
     alone = 0  # failures judged again alone (a peer may have caused them)
     started = time.perf_counter()
-    for batch in batches(replies, limit):
-        jobs = [(tasks[r["task_id"]], marked(r["reply"], f"{tag} {i}"), 0) for i, r in enumerate(batch)]
-        for evaluation in evaluator.evaluate_batch(jobs):
-            statuses.append(evaluation.status.value)
-            for stage in ("run", "run_alone", "timing", "timing.lock_wait_s", "total"):
-                seconds.setdefault(stage, []).append(evaluation.seconds.get(stage, 0.0))
-            alone += "run_alone" in evaluation.seconds
-    return {"wall_s": time.perf_counter() - started, "statuses": statuses, "judged_alone": alone,
+    try:
+        for batch in batches(replies, limit):
+            jobs = [(tasks[r["task_id"]], marked(r["reply"], f"{tag} {i}"), 0) for i, r in enumerate(batch)]
+            for evaluation in evaluator.evaluate_batch(jobs):
+                statuses.append(evaluation.status.value)
+                for stage in ("run", "run_alone", "timing", "timing.lock_wait_s", "total"):
+                    seconds.setdefault(stage, []).append(evaluation.seconds.get(stage, 0.0))
+                alone += "run_alone" in evaluation.seconds
+        wall_s = time.perf_counter() - started
+    finally:
+        backend.perf_inputs.clear()  # the timing inputs (GBs of tmpfs) go now, not when the backend is collected
+    return {"wall_s": wall_s, "statuses": statuses, "judged_alone": alone,
             "seconds": {k: statistics.fmean(v) for k, v in seconds.items()}}  # fmt: skip
 
 

@@ -86,6 +86,11 @@ class PerfInputs:
             self._sets[key] = self._make(task, config, count, key, need)
             return self._sets[key]
 
+    def clear(self) -> None:
+        """Remove every set kept (a process done with this backend gives the memory back at once)."""
+        with self._lock:
+            self._evict(self.limit + 1)
+
     def _evict(self, need: int) -> None:
         """Drop the least recently used sets until ``need`` more bytes fit the bound and the free space."""
         while self._sets and (self.bytes + need > self.limit or self._free() < need + RESERVE_BYTES):

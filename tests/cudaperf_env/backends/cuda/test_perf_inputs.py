@@ -41,6 +41,8 @@ def test_the_least_recently_used_sets_go_first_and_the_returned_ones_never():
     clamp = inputs.sets(CLAMP, 0, SMALL, 2)
     assert not any(f.path.exists() for f in fma3) and all(f.path.exists() for f in saxpy + clamp)
     assert len(files(inputs)) == 4 and inputs.bytes == saxpy_bytes + clamp_bytes
+    inputs.clear()
+    assert files(inputs) == [] and inputs.bytes == 0 and inputs.sets(SAXPY, 0, SMALL, 2) is not saxpy
     alone = PerfInputs(limit=1)  # a bound smaller than one task's sets: still made, everything else evicted
     alone.sets(SAXPY, 0, SMALL, 2)
     made = alone.sets(FMA3, 0, SMALL, 2)
