@@ -231,19 +231,27 @@ def _summary(records: list[TurnRecord]) -> Table:
 
 
 def _report_table(report: dict[str, Any]) -> Table:
+    """The headline metrics; a column per split besides the whole where several splits were rolled out."""
+    columns = {"value" if "per_split" not in report else "all": report, **report.get("per_split", {})}
     table = Table(title=f"{report['tasks']} tasks, {report['trajectories']} trajectories, {report['turns']} turns")
     table.add_column("metric")
-    table.add_column("value")
-    for k, v in report["pass_at_k"].items():
-        table.add_row(f"pass@{k}", _fmt(v))
-    for p, v in report["fast_p"].items():
-        table.add_row(f"fast_{p}", _fmt(v))
-    table.add_row("geomean speedup (correct)", _fmt(report["geomean_speedup"]))
-    for row in report["per_turn"]:
-        table.add_row(f"correct by turn {row['turn']}", _fmt(row["correct_by_turn"]))
-    for status, share in report["status"].items():
-        table.add_row(f"status {status}", _fmt(share))
+    for name in columns:
+        table.add_column(name)
+    rows = {name: _rows(r) for name, r in columns.items()}
+    for label in rows[next(iter(columns))]:
+        absent = 0.0 if label.startswith("status ") else None  # a status a split never met: none of its replies
+        table.add_row(label, *(_fmt(rows[name].get(label, absent)) for name in columns))
     return table
+
+
+def _rows(report: dict[str, Any]) -> dict[str, Any]:
+    """One report's headline metrics by row label, in the table's order."""
+    rows = {f"pass@{k}": v for k, v in report["pass_at_k"].items()}
+    rows.update({f"fast_{p}": v for p, v in report["fast_p"].items()})
+    rows["geomean speedup (correct)"] = report["geomean_speedup"]
+    rows.update({f"correct by turn {row['turn']}": row["correct_by_turn"] for row in report["per_turn"]})
+    rows.update({f"status {status}": share for status, share in report["status"].items()})
+    return rows
 
 
 def _fmt(value: Any) -> str:

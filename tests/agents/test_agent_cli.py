@@ -60,7 +60,7 @@ def test_ray_flag_without_ray_says_what_to_install(scripted, tmp_path, monkeypat
              "--out", str(tmp_path / "t.jsonl")])
 
 
-def test_evaluate_rolls_several_splits_out_together_and_reports_each(scripted, tmp_path):
+def test_evaluate_rolls_several_splits_out_together_and_reports_each(scripted, tmp_path, capsys):
     from cudaperf_env.dataset import load_splits
 
     out = tmp_path / "r"
@@ -72,3 +72,5 @@ def test_evaluate_rolls_several_splits_out_together_and_reports_each(scripted, t
     assert report["tasks"] == 4 and set(report["per_split"]) == {"validation", "test"}
     for name in ("validation", "test"):
         assert report["per_split"][name]["tasks"] == 2 and len(rolled & set(splits[name])) == 2
+    header = next(line for line in capsys.readouterr().out.splitlines() if "metric" in line)
+    assert [w for w in header.replace("┃", " ").split()] == ["metric", "all", "validation", "test"]
