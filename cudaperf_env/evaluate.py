@@ -264,7 +264,9 @@ def run_and_judge(ctx: Context) -> Context | Evaluation:
     what else was graded at the same moment. Nothing else is run again: a peer cannot change a
     run's outputs or make it fault, a peer's share of the card's time is far inside a call's
     limit (2 s plus 1,000x the baseline), and a second draw would give a sometimes-crashing or
-    sometimes-hanging kernel credit it does not earn alone.
+    sometimes-hanging kernel credit it does not earn alone. For the same reason only the
+    harness's own report of the error counts, never a crashed process's last words (its
+    stderr, which the submission writes).
     """
     want = ctx.pending["expected"].result()
     assert ctx.build is not None and ctx.worker is not None
@@ -274,7 +276,7 @@ def run_and_judge(ctx: Context) -> Context | Evaluation:
     ctx.seconds["run"] = time.perf_counter() - started
     failed = _judge_runs(ctx, runs, want)
     alone = ctx.backend.capabilities.alone
-    if failed is not None and out_of_device_memory(*failed) and alone is not None:
+    if failed is not None and out_of_device_memory(*failed, runs) and alone is not None:
         started = time.perf_counter()
         ctx.worker.kill()
         ctx.worker = ctx.backend.start_worker(ctx.workdir)
@@ -286,9 +288,18 @@ def run_and_judge(ctx: Context) -> Context | Evaluation:
     return ctx
 
 
-def out_of_device_memory(status: Status, message: str) -> bool:
-    """Whether a run failed for want of device memory: what another run on the same device can cause (pure)."""
-    return status == Status.RUNTIME_ERROR and "cudaErrorMemoryAllocation" in message
+OUT_OF_MEMORY = "cudaErrorMemoryAllocation"
+
+
+def out_of_device_memory(status: Status, message: str, runs: Sequence[Any]) -> bool:
+    """Whether a verdict is a run that failed for want of device memory, as the harness reported it (pure).
+
+    That is what another run on the same device can cause. The error must come from the harness's
+    report after the call (no crash kind) or the worker's answer that it could not set the call up
+    (``load``); a crashed process's message ends with its stderr, which the submission writes.
+    """
+    return (status == Status.RUNTIME_ERROR and OUT_OF_MEMORY in message
+            and any(r.crash_kind in ("", "load") and OUT_OF_MEMORY in r.message for r in runs))  # fmt: skip
 
 
 def _judge_runs(ctx: Context, runs: Sequence[Any], want: Sequence[Any]) -> tuple[Status, str] | None:

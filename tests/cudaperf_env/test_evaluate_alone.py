@@ -13,15 +13,17 @@ from cudaperf_env.tasks import load_tasks
 
 SAXPY = load_tasks()["c2cuda/saxpy_f32"]
 OUT_OF_MEMORY = CallResult(Status.RUNTIME_ERROR, "cudaErrorMemoryAllocation: out of memory")
+FORGED = CallResult(Status.RUNTIME_ERROR, "the process exited with status 1: cudaErrorMemoryAllocation", "exit")
 
 
 @dataclass
 class SharedRuns:
-    """The CPU backend, with runs that 'share the device': the first ``peer_failures`` runs fail as a peer made
-    them fail; ``run_alone`` is the backend's own run."""
+    """The CPU backend, with runs that 'share the device': the first ``peer_failures`` runs fail with ``failure``
+    (by default as a peer made them fail); ``run_alone`` is the backend's own run."""
 
     inner: CpuBackend = field(default_factory=lambda: CpuBackend(timeout_s=10.0))
     peer_failures: int = 0
+    failure: CallResult = OUT_OF_MEMORY
     shared: int = 0
     alone: int = 0
 
@@ -35,7 +37,7 @@ class SharedRuns:
     def run(self, build, task, jobs, workdir, worker):
         self.shared += 1
         if self.shared <= self.peer_failures:
-            return [OUT_OF_MEMORY]
+            return [self.failure]
         return self.inner.run(build, task, jobs, workdir, worker)
 
     def run_alone(self, build, task, jobs, workdir, worker):
@@ -64,10 +66,20 @@ def test_a_kernel_that_crashes_by_itself_gets_no_second_draw():
 
 
 def test_only_running_out_of_device_memory_is_what_a_peer_can_cause():
-    assert out_of_device_memory(Status.RUNTIME_ERROR, OUT_OF_MEMORY.message)
-    assert not out_of_device_memory(Status.RUNTIME_ERROR, "cudaErrorIllegalAddress: an illegal memory access")
-    assert not out_of_device_memory(Status.TIMEOUT, "stopped after 2.1 s")  # a hang gets no second draw
-    assert not out_of_device_memory(Status.WRONG_ANSWER, OUT_OF_MEMORY.message)
+    runs = [OUT_OF_MEMORY]
+    assert out_of_device_memory(Status.RUNTIME_ERROR, OUT_OF_MEMORY.message, runs)
+    illegal = CallResult(Status.RUNTIME_ERROR, "cudaErrorIllegalAddress: an illegal memory access")
+    assert not out_of_device_memory(Status.RUNTIME_ERROR, illegal.message, [illegal])
+    assert not out_of_device_memory(Status.TIMEOUT, "stopped after 2.1 s", runs)  # a hang gets no second draw
+    assert not out_of_device_memory(Status.WRONG_ANSWER, OUT_OF_MEMORY.message, runs)
+
+
+def test_a_crash_that_prints_the_out_of_memory_error_gets_no_second_draw():
+    # the process exited and the last line of its stderr, the submission's own words, named the error
+    backend = SharedRuns(peer_failures=1, failure=FORGED)
+    evaluation = evaluate(backend, SAXPY.implementation("naive").source)
+    assert evaluation.status == Status.RUNTIME_ERROR and (backend.shared, backend.alone) == (1, 0)
+    assert not out_of_device_memory(FORGED.status, FORGED.message, [FORGED])
 
 
 @pytest.mark.parametrize("peer_failures", [0, 1])

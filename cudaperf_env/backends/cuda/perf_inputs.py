@@ -89,14 +89,18 @@ class PerfInputs:
     def clear(self) -> None:
         """Remove every set kept (a process done with this backend gives the memory back at once)."""
         with self._lock:
-            self._evict(self.limit + 1)
+            while self._sets:
+                self._drop_oldest()
 
     def _evict(self, need: int) -> None:
         """Drop the least recently used sets until ``need`` more bytes fit the bound and the free space."""
         while self._sets and (self.bytes + need > self.limit or self._free() < need + RESERVE_BYTES):
-            _, files = self._sets.popitem(last=False)
-            for f in files:
-                f.close()
+            self._drop_oldest()
+
+    def _drop_oldest(self) -> None:
+        _, files = self._sets.popitem(last=False)
+        for f in files:
+            f.close()
 
     def _free(self) -> int:
         return shutil.disk_usage(self.folder).free
