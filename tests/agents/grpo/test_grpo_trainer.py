@@ -183,8 +183,8 @@ def test_gradient_accumulation_gives_the_full_batch_gradient_and_kl_runs_through
     whole, stats = deltas(4)
     pieces, _ = deltas(1)
     assert any(d.abs().sum() > 0 for d in whole)
-    for a, b in zip(whole, pieces, strict=True):
-        assert torch.allclose(a, b, atol=1e-6)
+    for a, b in zip(whole, pieces, strict=True):  # float32 sums in another order: rounding, not a wrong scale
+        assert torch.allclose(a, b, rtol=1e-4, atol=1e-5)
     assert stats["kl"] == 0.0 and stats["sequences"] == 4
     _, with_kl = deltas(2, kl_beta=0.1, minibatches=2)  # random nonzero LoRA: the model differs from its reference
     assert with_kl["kl"] > 0 and math.isfinite(with_kl["loss/total"])
