@@ -251,6 +251,7 @@ def _rows(report: dict[str, Any]) -> dict[str, Any]:
     rows["geomean speedup (correct)"] = report["geomean_speedup"]
     rows.update({f"correct by turn {row['turn']}": row["correct_by_turn"] for row in report["per_turn"]})
     rows.update({f"status {status}": share for status, share in report["status"].items()})
+    rows["replies cut off at the token limit"] = report.get("cut_off_rate")
     return rows
 
 

@@ -39,6 +39,7 @@ class TurnRecord:
         dropped_turns: Earlier turns left out of ``prompt`` to fit the context window.
         prompt_tokens: Tokens of ``prompt`` (as the policy counted them).
         completion_tokens: Tokens of ``reply``.
+        finish_reason: Why generation stopped: ``stop``, ``length`` (the token limit cut the reply), or "".
         generate_seconds: Wall time of the generation call that produced the reply (shared by its batch).
         grade_seconds: Wall time of grading this turn's replies together (shared by the group).
         info: The turn's flat ``info`` scalars (``Turn.info()``), JSON-safe.
@@ -65,6 +66,7 @@ class TurnRecord:
     dropped_turns: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    finish_reason: str = ""
     generate_seconds: float = 0.0
     grade_seconds: float = 0.0
     info: dict[str, Any] = field(default_factory=dict)

@@ -51,6 +51,12 @@ def best_by_turn(turns: Sequence[TurnRecord], turn: int) -> Outcome:
     return best.correct, best.speedup
 
 
+def cut_off_rate(records: Sequence[TurnRecord]) -> float:
+    """Share of replies cut off by the token limit (the policy said so, or the code block was never closed)."""
+    cut = sum(r.finish_reason == "length" or bool(r.info.get("cut_off")) for r in records)
+    return cut / len(records) if records else 0.0
+
+
 def build_report(records: Sequence[TurnRecord], ks: Sequence[int] = PASS_K) -> dict[str, Any]:
     """Every metric of the harness as a JSON-safe mapping (NaN written as None)."""
     trajs = trajectories(records)
@@ -72,6 +78,7 @@ def build_report(records: Sequence[TurnRecord], ks: Sequence[int] = PASS_K) -> d
         "status": breakdown(r.status for r in records),
         "first_turn_status": breakdown(r.status for r in records if r.turn == 1),
         "compile_error_rate": breakdown(r.status for r in records).get("compile_error", 0.0),
+        "cut_off_rate": cut_off_rate(records),
         "tokens": {
             "completion": sum(r.completion_tokens for r in records),
             "generate_seconds": _generate_seconds(records),

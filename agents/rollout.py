@@ -166,7 +166,8 @@ def _record(task: Task, index: int, traj: _Trajectory, k: int, model: str, confi
         reward=turn.reward.total, score=turn.reward.score, returns=turn.reward.score if ret is None else ret,
         reward_terms=dict(turn.reward.terms), model=model, seed=config.seed, prompt=extra["prompt"],
         feedback=turn.feedback, dropped_turns=extra["dropped"], prompt_tokens=gen.prompt_tokens,
-        completion_tokens=gen.completion_tokens, generate_seconds=extra["gen_s"], grade_seconds=extra["grade_s"],
+        completion_tokens=gen.completion_tokens, finish_reason=gen.finish_reason, generate_seconds=extra["gen_s"],
+        grade_seconds=extra["grade_s"],
         info={**{k: v for k, v in info.items() if not isinstance(v, dict | list) and k != "feedback"},
               **{f"seconds/{stage}": s for stage, s in info["seconds"].items()}},  # where grading time went
     )  # fmt: skip

@@ -58,6 +58,7 @@ class Evaluation:
     compiled: bool = False
     correct: bool = False
     code: str | None = None
+    cut_off: bool = False  # the code's fenced block was never closed: the reply likely hit a length limit
     compile_log: str = ""
     kernels: tuple[KernelResources, ...] = ()
     findings: tuple[Finding, ...] = ()
@@ -169,7 +170,7 @@ def extract(ctx: Context) -> Context | Evaluation:
     extraction = extract_code(ctx.action, max_chars=ctx.options.max_code_chars)
     if extraction.code is None:
         return ctx.finish(Status.FORMAT_ERROR, extraction.error or "no code found")
-    return ctx.update(code=extraction.code)
+    return ctx.update(code=extraction.code, cut_off=extraction.cut_off)
 
 
 def screen_source(ctx: Context) -> Context | Evaluation:

@@ -40,7 +40,7 @@ def extract(ctx: Context) -> Context | Evaluation:
     extraction = extract_python(ctx.action, max_chars=ctx.options.max_code_chars)
     if extraction.code is None:
         return ctx.finish(Status.FORMAT_ERROR, extraction.error or "no code found")
-    return ctx.update(code=extraction.code)
+    return ctx.update(code=extraction.code, cut_off=extraction.cut_off)
 
 
 def screen(ctx: Context) -> Context | Evaluation:

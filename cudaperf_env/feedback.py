@@ -11,6 +11,8 @@ from cudaperf_env.tasks.schema import Task
 from cudaperf_env.text import sanitize, truncate
 
 MAX_LOG_LINES = 30
+_CUT_OFF = ("The code block was never closed: the reply was probably cut off by a length limit. "
+            "Answer with a shorter, complete source.")
 _VERBS = {Status.TIMEOUT: "Timed out", Status.RUNTIME_ERROR: "Runtime error", Status.WRONG_ANSWER: "Wrong answer"}
 
 
@@ -28,6 +30,8 @@ def feedback(task: Task, evaluation: Evaluation) -> str:
         body = _success(task, e)
     else:
         body = _failure(e)
+    if e.cut_off and e.status != Status.OK:
+        body += f"\n{_CUT_OFF}"
     if e.structure is not None and e.structure.hints and e.status not in (Status.FORMAT_ERROR, Status.COMPILE_ERROR):
         hints = "\n".join(f"  - {h}" for h in e.structure.hints[:5])
         body += f"\nStructure (score {e.structure.score:.2f}):\n{hints}"

@@ -65,6 +65,7 @@ class Turn:
             "task_id": self.task_id,
             "turn": self.number,
             "status": self.status,
+            "cut_off": e.cut_off,
             "compiled": e.compiled,
             "correct": e.correct,
             "speedup": e.speedup,

@@ -26,11 +26,14 @@ class Extraction:
         code: The source to compile (newlines normalized to ``\\n``), or None on error.
         error: Why there is no usable code, with what to do; None on success.
         fenced: Whether the code came from a fenced block.
+        cut_off: The code's fenced block was never closed: the reply most likely stopped at a
+            length limit, and the code ends where the text did.
     """
 
     code: str | None
     error: str | None
     fenced: bool
+    cut_off: bool = False
 
     def __post_init__(self) -> None:
         if (self.code is None) == (self.error is None):
@@ -44,6 +47,7 @@ class Extraction:
 class _Block:
     language: str
     text: str
+    closed: bool = True
 
 
 def extract_code(
@@ -76,8 +80,9 @@ def extract_code(
     if not text.strip():
         return _error("empty action: expected CUDA C++ source in a ```cuda fenced block")
     blocks = _fenced_blocks(text)
+    cut_off = False
     if blocks:
-        code, error = _choose(blocks)
+        code, error, cut_off = _choose(blocks)
         fenced = True
     elif "__global__" in text or _looks_like_code(text):
         code, error, fenced = text, None, False
@@ -86,7 +91,7 @@ def extract_code(
     if code is not None:
         code = code.removeprefix(_BOM)
         error = _check(code, max_chars)
-    return Extraction(None, error, fenced) if error else Extraction(code, None, fenced)
+    return Extraction(None, error, fenced) if error else Extraction(code, None, fenced, cut_off)
 
 
 def extract_python(action: str, *, max_chars: int = 65536) -> Extraction:
@@ -105,9 +110,10 @@ def extract_python(action: str, *, max_chars: int = 65536) -> Extraction:
     if not text.strip():
         return _error("empty action: expected Python defining ModelNew in a ```python fenced block")
     blocks = [b for b in _fenced_blocks(text) if b.language in PYTHON_LANGUAGES]
+    cut_off = False
     if blocks:
         chosen = ([b for b in blocks if "ModelNew" in b.text] or blocks)[-1]
-        code, fenced = chosen.text, True
+        code, fenced, cut_off = chosen.text, True, not chosen.closed
     elif "class ModelNew" in text:
         code, fenced = text, False
     else:
@@ -115,7 +121,7 @@ def extract_python(action: str, *, max_chars: int = 65536) -> Extraction:
     if not code.strip():
         return _error("the ```python block is empty: put the submission inside it")
     error = _check(code, max_chars)
-    return Extraction(None, error, fenced) if error else Extraction(code, None, fenced)
+    return Extraction(None, error, fenced) if error else Extraction(code, None, fenced, cut_off)
 
 
 def _error(message: str) -> Extraction:
@@ -139,7 +145,7 @@ def _fenced_blocks(text: str) -> list[_Block]:
         while j < len(lines) and not close.fullmatch(lines[j]):
             j += 1
         body = [_dedent(line, indent) for line in lines[i + 1 : j]]
-        blocks.append(_Block(language, "\n".join(body) + "\n"))
+        blocks.append(_Block(language, "\n".join(body) + "\n", closed=j < len(lines)))
         i = j + 1
     return blocks
 
@@ -149,16 +155,17 @@ def _dedent(line: str, indent: int) -> str:
     return line[min(strip, indent) :]
 
 
-def _choose(blocks: list[_Block]) -> tuple[str | None, str | None]:
+def _choose(blocks: list[_Block]) -> tuple[str | None, str | None, bool]:
+    """The chosen block's code or why there is none, and whether that block was left open."""
     code_blocks = [b for b in blocks if b.language in CODE_LANGUAGES or "__global__" in b.text]
     if not code_blocks:
         languages = ", ".join(sorted({f"```{b.language}" for b in blocks}))
-        return None, f"{NO_CODE} (found only {languages} blocks)"
+        return None, f"{NO_CODE} (found only {languages} blocks)", False
     kernels = [b for b in code_blocks if "__global__" in b.text]
     chosen = (kernels or code_blocks)[-1]
     if not chosen.text.strip():
-        return None, "the ```cuda block is empty: put the CUDA source inside it"
-    return chosen.text, None
+        return None, "the ```cuda block is empty: put the CUDA source inside it", not chosen.closed
+    return chosen.text, None, not chosen.closed
 
 
 def _looks_like_code(text: str) -> bool:

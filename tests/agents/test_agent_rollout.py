@@ -1,6 +1,7 @@
 """Rollouts with a scripted policy, graded for real on the CPU backend, and their JSONL records."""
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -76,6 +77,15 @@ def test_report_over_the_written_trajectories(evaluator, tmp_path):
     other = rollout(ScriptedPolicy([GARBAGE] * 4), TASK, evaluator, RolloutConfig(turns=1, group=4, seed=1))
     both = write_report(records + other, tmp_path / "both")
     assert both["trajectories"] == 8 and both["pass_at_k"]["1"] == pytest.approx(1 / 8)
+
+
+def test_report_counts_replies_cut_off_at_the_token_limit(evaluator, tmp_path):
+    cut = GOOD[: GOOD.index('extern "C"')]  # the token limit struck before the entry function
+    records = rollout(ScriptedPolicy([GOOD, cut, GARBAGE, cut]), TASK, evaluator, RolloutConfig(turns=1, group=4))
+    assert [r.info["cut_off"] for r in records] == [False, True, False, True]
+    assert write_report(records, tmp_path, plots=False)["cut_off_rate"] == pytest.approx(0.5)
+    said_so = [replace(records[2], finish_reason="length")] + records[:2]  # a policy's own word counts too
+    assert write_report(said_so, tmp_path, plots=False)["cut_off_rate"] == pytest.approx(2 / 3)
 
 
 def test_context_drops_oldest_exchanges_and_summarizes_them():

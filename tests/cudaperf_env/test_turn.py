@@ -56,6 +56,18 @@ def test_json_view_is_strict_json_with_terms_and_feedback(grader):
     assert record["reward"] == pytest.approx(sum(record["reward_terms"].values())) and "feedback" in json.loads(text)
 
 
+def test_a_reply_cut_off_by_a_length_limit_is_told_so(grader):
+    task = load_task(MINIMAL)
+    cut = grader.grade(task, VADD[: VADD.index('extern "C"')])  # stopped before the entry function
+    assert cut.status == "rejected" and cut.info()["cut_off"]
+    assert "never closed" in cut.feedback and "shorter" in cut.feedback
+    whole_but_open = grader.grade(task, VADD.removesuffix("```"))  # complete code, only the fence missing
+    assert whole_but_open.status == "ok" and whole_but_open.info()["cut_off"]
+    assert "never closed" not in whole_but_open.feedback
+    closed = grader.grade(task, VADD.replace("a[i] + b[i]", "a[i] - b[i]"))
+    assert not closed.info()["cut_off"] and "never closed" not in closed.feedback
+
+
 def test_a_group_is_graded_in_order_and_each_member_continues_its_own_trajectory(grader):
     task = load_task(MINIMAL)
     first = grade_many(task, [VADD, "garbage"], evaluator=grader.evaluator)

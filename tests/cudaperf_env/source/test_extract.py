@@ -45,9 +45,12 @@ def test_accepted_fence_languages(language: str) -> None:
     assert extract_code(f"```{language}\n{code}```").code == code
 
 
-def test_unclosed_fence_runs_to_the_end() -> None:
+def test_unclosed_fence_runs_to_the_end_and_says_the_reply_was_cut_off() -> None:
     action = f"Sure! Here it is:\n```cuda\n{KERNEL}"
-    assert extract_code(action).code == KERNEL + "\n"
+    assert extract_code(action) == Extraction(KERNEL + "\n", None, True, cut_off=True)
+    assert not extract_code(f"```cuda\n{KERNEL}```").cut_off
+    assert not extract_code(f"```cuda\n{KERNEL}```\nTo build it:\n```\nnvcc -O3").cut_off  # the kernel's block closed
+    assert extract_python("```python\nclass ModelNew:\n    pass").cut_off
 
 
 def test_tilde_fences_longer_fences_and_indented_blocks() -> None:
