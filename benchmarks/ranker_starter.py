@@ -6,7 +6,9 @@ GPU labeller's records) are folded into the tasks as labels; pairs are the
 implementation pairs told apart beyond noise on each perf configuration (as for
 the dataset), and on the shown configurations separately.
 
-Run: ``python benchmarks/ranker_starter.py [--model M.json] [--out benchmarks/results/ranker_starter_h200.json]``.
+Run: ``python benchmarks/ranker_starter.py [--model M.json] [--labels STREAM] [--out FILE.json]`` (committed:
+``benchmarks/results/ranker_starter_h200.json``; a stream of another card comes from
+``python -m cudaperf_env.datagen.label --source starter --out STREAM`` run on it).
 """
 
 from __future__ import annotations
@@ -34,11 +36,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", help="write the figures as JSON here")
     parser.add_argument("--model", help="model file (default: the shipped one)")
+    parser.add_argument("--labels", type=Path, default=LABELS, help="starter label stream (default: %(default)s)")
     args = parser.parse_args()
-    tasks = labelled_starter_tasks()
+    tasks = labelled_starter_tasks(args.labels)
     records = records_for(tasks.values())
     model = load_ranker(args.model).model
-    result = {"card": "NVIDIA H200", "source": str(LABELS.name), "tasks": len(tasks)}
+    cards = {label.card for t in tasks.values() for i in t.implementations for label in i.labels[:1]}
+    result = {"card": ", ".join(sorted(cards)), "source": args.labels.name, "tasks": len(tasks)}
     for kind in ("perf", "shown"):
         pairs = dataset_pairs(tasks.values(), (kind,))
         figures = compare(model, pairs, records, tasks)
