@@ -74,9 +74,9 @@ DEFAULT_TOL = {"float32": (1e-4, 1e-5), "float64": (1e-10, 1e-12)}
 ROLES = ("scalar", "in", "out", "inout")
 TOP_KEYS = {
     "schema", "id", "kind", "family", "description", "entry", "args", "configs",
-    "hidden_configs", "perf_configs", "tolerance", "reference", "baseline", "implementations",
+    "hidden_configs", "perf_configs", "tolerance", "reference", "baseline", "implementations", "generator", "checker",
 }
-REQUIRED = TOP_KEYS - {"hidden_configs", "perf_configs", "tolerance"}
+REQUIRED = TOP_KEYS - {"hidden_configs", "perf_configs", "tolerance", "generator", "checker"}
 ALLOWED_INCLUDES = {
     "cuda_runtime.h", "cuda_fp16.h", "cooperative_groups.h", "stdint.h", "stddef.h",
     "float.h", "limits.h", "math.h", "cstdint", "cfloat", "climits", "cmath",
@@ -571,6 +571,36 @@ def _complex_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.stack([p.real, p.imag], axis=1)
 
 
+def _rms_norm(x: np.ndarray, w: np.ndarray, eps: float) -> np.ndarray:
+    x64 = x.astype(f64)
+    return x64 / np.sqrt((x64**2).mean(axis=1, keepdims=True) + float(np.float32(eps))) * w.astype(f64)[None, :]
+
+
+def _logsumexp(x: np.ndarray) -> np.ndarray:
+    x64 = x.astype(f64)
+    m = x64.max(axis=1, keepdims=True)
+    return (m + np.log(np.exp(x64 - m).sum(axis=1, keepdims=True)))[:, 0]
+
+
+def _avgpool2(x: np.ndarray) -> np.ndarray:
+    h, w = x.shape
+    return x[: h // 2 * 2, : w // 2 * 2].astype(f64).reshape(h // 2, 2, w // 2, 2).mean(axis=(1, 3))
+
+
+def _pairwise(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    diff = a.astype(f64)[:, None, :] - b.astype(f64)[None, :, :]
+    return (diff * diff).sum(axis=2)
+
+
+def _nbody(eps: float, px: np.ndarray, py: np.ndarray, pz: np.ndarray, mass: np.ndarray) -> dict[str, np.ndarray]:
+    p = np.stack([px, py, pz], axis=1).astype(f64)
+    d = p[None, :, :] - p[:, None, :]  # d[i, j] = p_j - p_i
+    w = mass.astype(f64)[None, :] / ((d * d).sum(axis=2) + f64(eps)) ** 1.5
+    np.fill_diagonal(w, 0.0)  # j != i
+    acc = np.einsum("ij,ijc->ic", w, d)
+    return {"ax": acc[:, 0], "ay": acc[:, 1], "az": acc[:, 2]}
+
+
 NUMPY_REFS: dict[str, Callable[..., dict[str, Any]]] = {
     "c2cuda/saxpy_f32": lambda cfg, n, a, x, y: {"y": f64(a) * x + y},
     "c2cuda/gelu_f32": lambda cfg, n, x: {"y": _gelu(x)},
@@ -621,6 +651,20 @@ NUMPY_REFS: dict[str, Callable[..., dict[str, Any]]] = {
     "c2cuda/returns_f32": lambda cfg, n, p: {"r": (p[1:].astype(f64) - p[:-1]) / p[:-1]},
     "c2cuda/distinct_sorted_i32": lambda cfg, n, k, keys: {"out": np.unique(keys), "count": [len(np.unique(keys))]},
     "c2cuda/masked_axpy_f32": lambda cfg, n, alpha, mask, x, y: {"y": y + np.where(mask != 0, f64(alpha) * x, 0.0)},
+    "c2cuda/partition_sign_f32": lambda cfg, n, x: {  # the C reference's arrangement: each side in input order
+        "out": np.concatenate([x[x < 0], x[~(x < 0)]]), "split": [int((x < 0).sum())]},
+    "c2cuda/rms_norm_rows_f32": lambda cfg, rows, cols, eps, x, w: {"y": _rms_norm(x, w, eps)},
+    "c2cuda/logsumexp_rows_f32": lambda cfg, rows, cols, x: {"out": _logsumexp(x)},
+    "c2cuda/cumsum_rows_f32": lambda cfg, rows, cols, x: {"y": np.cumsum(x.astype(f64), axis=1)},
+    "c2cuda/col_sum_f32": lambda cfg, m, n, a: {"out": a.astype(f64).sum(axis=0)},
+    "c2cuda/poly_eval_f32": lambda cfg, n, d, c, x: {"y": np.polyval(c.astype(f64)[::-1], x.astype(f64))},
+    "c2cuda/reverse_f32": lambda cfg, n, x: {"y": x[::-1]},
+    "c2cuda/avgpool2d_f32": lambda cfg, h, w, x: {"y": _avgpool2(x)},
+    "c2cuda/outer_product_f32": lambda cfg, m, n, x, y: {"c": np.outer(x.astype(f64), y.astype(f64))},
+    "c2cuda/pairwise_dist_f32": lambda cfg, n, m, d, a, b: {"out": _pairwise(a, b)},
+    "c2cuda/nbody_accel_f32": lambda cfg, n, eps, px, py, pz, mass: _nbody(eps, px, py, pz, mass),
+    "c2cuda/count_if_i32": lambda cfg, n, lo, hi, x: {"out": [int(((x >= lo) & (x < hi)).sum())]},
+    "c2cuda/lut_u8": lambda cfg, n, x, lut: {"y": lut[x]},
 }
 
 
