@@ -18,6 +18,7 @@ import json
 from pathlib import Path
 
 from cudaperf_env.ranker import load_ranker, starter
+from cudaperf_env.ranker.cli import paired_line
 from cudaperf_env.ranker.evaluation import compare
 from cudaperf_env.ranker.features import records_for
 from cudaperf_env.ranker.pairs import dataset_pairs
@@ -54,6 +55,7 @@ def main() -> None:
         print(f"{kind}: {len(pairs)} pairs; ranker {figures['pairwise_accuracy']:.3f}, structural "
               f"{structural['pairwise_accuracy']:.3f}, random {coin['pairwise_accuracy']:.3f}; Spearman vs speedup "
               f"ranker {figures['spearman']:.3f}, structural {structural['spearman']:.3f}")
+        print(f"  {paired_line(figures['vs_structural'])}")
     meta = {label.driver for t in tasks.values() for i in t.implementations for label in i.labels[:1]}
     dates = {label.date for t in tasks.values() for i in t.implementations for label in i.labels[:1]}
     result.update({"driver": ", ".join(sorted(meta)), "date": ", ".join(sorted(dates))})

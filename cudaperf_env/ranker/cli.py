@@ -223,8 +223,16 @@ def eval_command(args: argparse.Namespace) -> int:
         table.add_row(name, _fmt(figures["pairwise_accuracy"]), _fmt(figures["unseen_families"]["pairwise_accuracy"]),
                       _fmt(figures["spearman"]),
                       _fmt(figures["spearman_mean_per_task"]))  # fmt: skip
+    table.caption = paired_line(result["vs_structural"])
     Console().print(table)
     return 0
+
+
+def paired_line(paired: Mapping[str, Any]) -> str:
+    """The ranker's accuracy minus the structural score's, with its interval and sign test, in one line."""
+    lo, hi = paired["ci95"]
+    return (f"ranker - structural: {paired['difference']:+.3f} (95% CI over tasks {lo:+.3f} .. {hi:+.3f}; "
+            f"{paired['wins']:g} pairs won, {paired['losses']:g} lost, sign test p = {paired['p_value']:.2g})")
 
 
 def score_command(args: argparse.Namespace) -> int:

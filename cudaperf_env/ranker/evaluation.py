@@ -7,6 +7,9 @@ Three scorers, one set of pairs:
 - ``structural``: the hand-weighted structural score (configuration-blind): the
   higher-scored side is predicted faster, equal scores are a tie;
 - ``random``: a seeded random score per implementation, used the same way.
+
+``vs_structural`` says whether the ranker's lead (or deficit) over the structural score on
+those pairs is more than chance (:func:`~cudaperf_env.ranker.metrics.paired_difference`).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from cudaperf_env.ranker.features import context, vector
-from cudaperf_env.ranker.metrics import accuracy, summary
+from cudaperf_env.ranker.metrics import accuracy, paired_difference, summary
 from cudaperf_env.ranker.model import PairwiseModel
 from cudaperf_env.ranker.pairs import Pair, config_key
 from cudaperf_env.ranker.train import Records, fit, pair_rows, task_weights
@@ -93,12 +96,14 @@ def compare(model: PairwiseModel, pairs: Sequence[Pair], records: Records, tasks
     ``seen_families``: the families of the training split (see :func:`~cudaperf_env.ranker.metrics.summary`).
     """
     records = {key: r for key, r in records.items() if key[0] in tasks}
-    result = summary(pairs, model_pair_probabilities(model, pairs, records),
-                     model_baseline_scores(model, tasks, records), tasks, seen_families)  # fmt: skip
+    ranked = model_pair_probabilities(model, pairs, records)
+    result = summary(pairs, ranked, model_baseline_scores(model, tasks, records), tasks, seen_families)
     for name, scores in (("structural", structural_scores(records)), ("random", random_scores(records, seed))):
         own = {k: v for k, v in scores.items() if k[1] != tasks[k[0]].baseline}
-        result[name] = summary(pairs, static_pair_probabilities(scores, pairs), _against_baseline(own, scores, tasks),
-                               tasks, seen_families)  # fmt: skip
+        static = static_pair_probabilities(scores, pairs)
+        result[name] = summary(pairs, static, _against_baseline(own, scores, tasks), tasks, seen_families)
+        if name == "structural":
+            result["vs_structural"] = paired_difference(ranked, static, [pair.task for pair in pairs], seed=seed)
     return result
 
 

@@ -34,6 +34,31 @@ def accuracy(p: np.ndarray) -> float:
     return float(correct(p).mean()) if len(p) else math.nan
 
 
+def paired_difference(p_a: np.ndarray, p_b: np.ndarray, groups: Sequence[str], resamples: int = 2000,
+                      seed: int = 0) -> dict[str, Any]:  # fmt: skip
+    """Scorer a against scorer b on the same pairs: is a's accuracy really higher?
+
+    ``wins`` / ``losses``: pairs where a's credit is above / below b's (credits 1, 0.5 for a tie in
+    score, 0). ``p_value``: the two-sided exact sign test over those pairs (the others left out).
+    ``difference``: a's accuracy minus b's. ``ci95``: the 2.5th and
+    97.5th percentiles of the accuracy difference over ``resamples`` bootstrap draws of whole
+    ``groups`` (tasks: one task's pairs share implementations, so they are not independent).
+    """
+    diff = correct(p_a) - correct(p_b)
+    wins, losses = int((diff > 0).sum()), int((diff < 0).sum())
+    n, k = wins + losses, min(wins, losses)
+    p_value = min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2**n) if n else 1.0
+    names = sorted(set(groups))
+    per_group = np.array([[diff[[g == name for g in groups]].sum(), sum(g == name for g in groups)] for name in names])
+    draws = np.random.default_rng(seed).integers(0, len(names), (resamples, len(names))) if names else None
+    ci = [math.nan, math.nan]
+    if draws is not None:
+        sums = per_group[draws].sum(axis=1)
+        ci = [float(v) for v in np.percentile(sums[:, 0] / sums[:, 1], [2.5, 97.5])]
+    return {"difference": float(diff.mean()) if len(diff) else math.nan, "wins": wins, "losses": losses,
+            "p_value": p_value, "ci95": ci}  # fmt: skip
+
+
 def per_family(pairs: Sequence[Pair], p: np.ndarray, tasks: Mapping[str, Task]) -> dict[str, dict[str, Any]]:
     """``{family: {"accuracy", "pairs"}}`` over the pairs of each family's tasks."""
     groups: dict[str, list[int]] = {}

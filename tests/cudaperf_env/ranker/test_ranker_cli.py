@@ -29,6 +29,11 @@ def test_train_then_eval_on_a_fixture(fixture_dataset, tmp_path, capsys):
     assert result["pairs"] == result["structural"]["pairs"] == result["random"]["pairs"] > 0
     assert list(result["per_family"]) == ["fb"] and result["unseen_families"]["families"] == ["fb"]
     assert result["pairwise_accuracy"] > 0.9  # the single-thread kernel is always the slow one
+    paired, structural = result["vs_structural"], result["structural"]
+    assert paired["difference"] == pytest.approx(result["pairwise_accuracy"] - structural["pairwise_accuracy"])
+    assert paired["ci95"][0] <= paired["difference"] <= paired["ci95"][1] and 0 < paired["p_value"] <= 1
+    assert run(["ranker", "eval", "--dataset", str(fixture_dataset), "--model", str(out)]) == 0
+    assert "ranker - structural:" in capsys.readouterr().out
 
 
 def test_score_prints_ranker_score(tmp_path, capsys):
