@@ -1,0 +1,102 @@
+"""The learned code encoder (issue 13, model 2) against the shipped trees, on the same held-out pairs.
+
+Trains :mod:`cudaperf_env.ranker.encoder` on the train split's pairs of every
+configuration kind (with the labelled knob variants, as the shipped trees were
+trained), then scores the validation and test splits' perf pairs with the encoder,
+the shipped trees and the structural score: pairwise accuracy, the whole held-out
+families' accuracy, and the paired comparison encoder - trees
+(:func:`~cudaperf_env.ranker.metrics.paired_difference`). The encoder would ship
+only if it beat the trees on the held-out families.
+
+Run: ``python benchmarks/ranker_encoder.py --features F [--steps N] [--device cuda] [--max-minutes M]
+[--save encoder.pt] --out benchmarks/results/ranker_encoder.json`` (``F``: a feature cache of
+``python -m cudaperf_env.ranker.features``; missing records are computed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import platform
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from cudaperf_env.dataset import load_dataset
+from cudaperf_env.dataset.load import DATA_FILE
+from cudaperf_env.dataset.variants import VARIANTS_FILE, load_variant_tasks
+from cudaperf_env.ranker import load_ranker
+from cudaperf_env.ranker.encoder import EncoderConfig, fit_encoder
+from cudaperf_env.ranker.evaluation import model_pair_probabilities, static_pair_probabilities, structural_scores
+from cudaperf_env.ranker.features import records_for
+from cudaperf_env.ranker.metrics import accuracy, paired_difference
+from cudaperf_env.ranker.pairs import dataset_pairs
+from cudaperf_env.text import json_safe
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--features", help="feature record cache (missing records are computed)")
+    parser.add_argument("--no-variants", action="store_true", help="train on the dataset's implementations only")
+    parser.add_argument("--steps", type=int, default=EncoderConfig.steps)
+    parser.add_argument("--width", type=int, default=EncoderConfig.width)
+    parser.add_argument("--layers", type=int, default=EncoderConfig.layers)
+    parser.add_argument("--max-tokens", type=int, default=EncoderConfig.max_tokens)
+    parser.add_argument("--batch-pairs", type=int, default=EncoderConfig.batch_pairs)
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--max-minutes", type=float, default=0.0, help="stop training after this long")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--save", help="write the trained encoder here (a torch file)")
+    parser.add_argument("--out", help="write the figures here (JSON)")
+    args = parser.parse_args()
+
+    from rich.progress import Progress
+
+    config = EncoderConfig(width=args.width, layers=args.layers, max_tokens=args.max_tokens, steps=args.steps,
+                           batch_pairs=args.batch_pairs, device=args.device, max_minutes=args.max_minutes,
+                           seed=args.seed)  # fmt: skip
+    train = load_dataset("train") if args.no_variants else load_variant_tasks("train", variants=VARIANTS_FILE, dataset=DATA_FILE)
+    records = records_for(train.values(), args.features)
+    pairs = dataset_pairs(train.values(), ("shown", "hidden", "perf"))
+    sources = {(t.id, i.name): i.source for t in train.values() for i in t.implementations}
+    families = {t.id: t.family for t in train.values()}
+    started = time.perf_counter()
+    with Progress() as progress:
+        bar = progress.add_task(f"encoder on {len(pairs)} pairs", total=config.steps)
+
+        def show(step: int, steps: int, loss: float) -> None:
+            progress.update(bar, completed=step, description=f"encoder, loss {loss:.3f}")
+
+        model = fit_encoder(config, pairs, sources, records, families, show)
+    seconds = time.perf_counter() - started
+    if args.save:
+        model.save(args.save)
+    trees = load_ranker().model
+    seen = set(families.values())
+    result = {"date": datetime.date.today().isoformat(), "machine": f"{platform.machine()}, {config.device}",
+              "config": asdict(config), "train_pairs": len(pairs), "train_seconds": round(seconds, 1),
+              "vocabulary": len(model.vocab), "kept_names": len(model.keep)}  # fmt: skip
+    for split in ("validation", "test"):
+        tasks = load_dataset(split)
+        split_pairs = dataset_pairs(tasks.values(), ("perf",))
+        split_records = records_for(tasks.values(), args.features)
+        split_sources = {(t.id, i.name): i.source for t in tasks.values() for i in t.implementations}
+        scorers = {"encoder": model.probabilities(split_pairs, split_sources, split_records),
+                   "trees": model_pair_probabilities(trees, split_pairs, split_records),
+                   "structural": static_pair_probabilities(structural_scores(split_records), split_pairs)}  # fmt: skip
+        unseen = [tasks[p.task].family not in seen for p in split_pairs]
+        figures = {name: {"pairwise_accuracy": accuracy(p),
+                          "unseen_families": accuracy(p[unseen]) if any(unseen) else None}
+                   for name, p in scorers.items()}  # fmt: skip
+        paired = paired_difference(scorers["encoder"], scorers["trees"], [p.task for p in split_pairs])
+        result[split] = {"pairs": len(split_pairs), "unseen_pairs": sum(unseen), **figures, "encoder_vs_trees": paired}
+        print(f"{split}: {len(split_pairs)} pairs; " + ", ".join(
+            f"{name} {f['pairwise_accuracy']:.3f} (unseen families {f['unseen_families'] or float('nan'):.3f})"
+            for name, f in figures.items()))  # fmt: skip
+    if args.out:
+        Path(args.out).write_text(json.dumps(json_safe(result), indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
