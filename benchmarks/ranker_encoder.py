@@ -5,12 +5,15 @@ configuration kind (with the labelled knob variants, as the shipped trees were
 trained), then scores the validation and test splits' perf pairs with the encoder,
 the shipped trees and the structural score: pairwise accuracy, the whole held-out
 families' accuracy, and the paired comparison encoder - trees
-(:func:`~cudaperf_env.ranker.metrics.paired_difference`). The encoder would ship
-only if it beat the trees on the held-out families.
+(:func:`~cudaperf_env.ranker.metrics.paired_difference`); then the hand-written
+starter tasks' perf and shown pairs (their committed H200 labels), where the
+comparison is with the structural score. The encoder would ship only if it beat the
+trees on the held-out families.
 
 Run: ``python benchmarks/ranker_encoder.py --features F [--steps N] [--device cuda] [--max-minutes M]
 [--save encoder.pt] --out benchmarks/results/ranker_encoder.json`` (``F``: a feature cache of
-``python -m cudaperf_env.ranker.features``; missing records are computed).
+``python -m cudaperf_env.ranker.features``; missing records are computed). ``--load encoder.pt``
+scores a saved encoder without training.
 """
 
 from __future__ import annotations
@@ -27,12 +30,15 @@ from cudaperf_env.dataset import load_dataset
 from cudaperf_env.dataset.load import DATA_FILE
 from cudaperf_env.dataset.variants import VARIANTS_FILE, load_variant_tasks
 from cudaperf_env.ranker import load_ranker
-from cudaperf_env.ranker.encoder import EncoderConfig, fit_encoder
+from cudaperf_env.ranker.encoder import EncoderConfig, EncoderModel, fit_encoder
 from cudaperf_env.ranker.evaluation import model_pair_probabilities, static_pair_probabilities, structural_scores
 from cudaperf_env.ranker.features import records_for
 from cudaperf_env.ranker.metrics import accuracy, paired_difference
 from cudaperf_env.ranker.pairs import dataset_pairs
+from cudaperf_env.ranker.starter import labelled_starter_tasks
 from cudaperf_env.text import json_safe
+
+STARTER_LABELS = Path(__file__).parent / "results" / "starter_labels_h200.jsonl.gz"
 
 
 def main() -> None:
@@ -48,35 +54,25 @@ def main() -> None:
     parser.add_argument("--max-minutes", type=float, default=0.0, help="stop training after this long")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--save", help="write the trained encoder here (a torch file)")
+    parser.add_argument("--load", help="score this saved encoder instead of training one")
     parser.add_argument("--out", help="write the figures here (JSON)")
     args = parser.parse_args()
-
-    from rich.progress import Progress
-
     config = EncoderConfig(width=args.width, layers=args.layers, max_tokens=args.max_tokens, steps=args.steps,
                            batch_pairs=args.batch_pairs, device=args.device, max_minutes=args.max_minutes,
                            seed=args.seed)  # fmt: skip
-    train = load_dataset("train") if args.no_variants else load_variant_tasks("train", variants=VARIANTS_FILE, dataset=DATA_FILE)
-    records = records_for(train.values(), args.features)
-    pairs = dataset_pairs(train.values(), ("shown", "hidden", "perf"))
-    sources = {(t.id, i.name): i.source for t in train.values() for i in t.implementations}
-    families = {t.id: t.family for t in train.values()}
-    started = time.perf_counter()
-    with Progress() as progress:
-        bar = progress.add_task(f"encoder on {len(pairs)} pairs", total=config.steps)
-
-        def show(step: int, steps: int, loss: float) -> None:
-            progress.update(bar, completed=step, description=f"encoder, loss {loss:.3f}")
-
-        model = fit_encoder(config, pairs, sources, records, families, show)
-    seconds = time.perf_counter() - started
+    train = load_dataset("train") if args.no_variants else load_variant_tasks("train", variants=VARIANTS_FILE,
+                                                                              dataset=DATA_FILE)  # fmt: skip
+    seen = {t.family for t in train.values()}
+    result: dict = {"date": datetime.date.today().isoformat(), "machine": f"{platform.machine()}, {config.device}"}
+    if args.load:
+        model = EncoderModel.load(args.load)
+        result.update(loaded=Path(args.load).name, config=asdict(model.config))
+    else:
+        model = _train(config, train, args.features, result)
     if args.save:
         model.save(args.save)
+    result.update(vocabulary=len(model.vocab), kept_names=len(model.keep))
     trees = load_ranker().model
-    seen = set(families.values())
-    result = {"date": datetime.date.today().isoformat(), "machine": f"{platform.machine()}, {config.device}",
-              "config": asdict(config), "train_pairs": len(pairs), "train_seconds": round(seconds, 1),
-              "vocabulary": len(model.vocab), "kept_names": len(model.keep)}  # fmt: skip
     for split in ("validation", "test"):
         tasks = load_dataset(split)
         split_pairs = dataset_pairs(tasks.values(), ("perf",))
@@ -94,8 +90,39 @@ def main() -> None:
         print(f"{split}: {len(split_pairs)} pairs; " + ", ".join(
             f"{name} {f['pairwise_accuracy']:.3f} (unseen families {f['unseen_families'] or float('nan'):.3f})"
             for name, f in figures.items()))  # fmt: skip
+    starter_tasks = labelled_starter_tasks(STARTER_LABELS)
+    records = records_for(starter_tasks.values())
+    sources = {(t.id, i.name): i.source for t in starter_tasks.values() for i in t.implementations}
+    for kind in ("perf", "shown"):
+        pairs = dataset_pairs(starter_tasks.values(), (kind,))
+        scorers = {"encoder": model.probabilities(pairs, sources, records),
+                   "trees": model_pair_probabilities(trees, pairs, records),
+                   "structural": static_pair_probabilities(structural_scores(records), pairs)}  # fmt: skip
+        paired = paired_difference(scorers["encoder"], scorers["structural"], [p.task for p in pairs])
+        result[f"starter_{kind}"] = {"pairs": len(pairs), **{n: accuracy(p) for n, p in scorers.items()},
+                                     "encoder_vs_structural": paired}  # fmt: skip
+        print(f"starter {kind}: {len(pairs)} pairs; " + ", ".join(f"{n} {accuracy(p):.3f}" for n, p in scorers.items()))
     if args.out:
         Path(args.out).write_text(json.dumps(json_safe(result), indent=2) + "\n")
+
+
+def _train(config: EncoderConfig, train: dict, features: str | None, result: dict) -> EncoderModel:
+    """Fits the encoder on the train tasks' pairs of every kind (a progress bar), noting size and time in ``result``."""
+    from rich.progress import Progress
+
+    records = records_for(train.values(), features)
+    pairs = dataset_pairs(train.values(), ("shown", "hidden", "perf"))
+    sources = {(t.id, i.name): i.source for t in train.values() for i in t.implementations}
+    started = time.perf_counter()
+    with Progress() as progress:
+        bar = progress.add_task(f"encoder on {len(pairs)} pairs", total=config.steps)
+
+        def show(step: int, steps: int, loss: float) -> None:
+            progress.update(bar, completed=step, description=f"encoder, loss {loss:.3f}")
+
+        model = fit_encoder(config, pairs, sources, records, {t.id: t.family for t in train.values()}, show)
+    result.update(config=asdict(config), train_pairs=len(pairs), train_seconds=round(time.perf_counter() - started, 1))
+    return model
 
 
 if __name__ == "__main__":
