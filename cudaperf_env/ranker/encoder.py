@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import re
 import time
+import warnings
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -139,8 +140,11 @@ def fit_encoder(config: EncoderConfig, pairs: Sequence[Pair], sources: Sources, 
     counts = Counter(w for ws in words.values() for w in ws)
     vocab = (PAD, UNKNOWN, *sorted(w for w, c in counts.items() if c >= 2))
     columns = _config_columns(pairs, records)
-    mean, scale = np.nanmean(columns, axis=0), np.nanstd(columns, axis=0)
-    model = EncoderModel(config, vocab, keep, np.nan_to_num(mean), np.where(scale > 0, scale, 1.0))
+    with warnings.catch_warnings():  # a feature no training record has: an all-NaN column, scaled as 0 +- 1
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mean, scale = np.nanmean(columns, axis=0), np.nanstd(columns, axis=0)
+    mean, scale = np.nan_to_num(mean), np.nan_to_num(scale)
+    model = EncoderModel(config, vocab, keep, mean, np.where(scale > 0, scale, 1.0))
     net = model.network(torch)
     device = _device(torch, config.device)
     net.to(device).train()
