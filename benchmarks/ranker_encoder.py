@@ -26,6 +26,8 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
+import numpy as np
+
 from cudaperf_env.dataset import load_dataset
 from cudaperf_env.dataset.load import DATA_FILE
 from cudaperf_env.dataset.variants import VARIANTS_FILE, load_variant_tasks
@@ -34,8 +36,10 @@ from cudaperf_env.ranker.encoder import EncoderConfig, EncoderModel, fit_encoder
 from cudaperf_env.ranker.evaluation import model_pair_probabilities, static_pair_probabilities, structural_scores
 from cudaperf_env.ranker.features import records_for
 from cudaperf_env.ranker.metrics import accuracy, paired_difference
-from cudaperf_env.ranker.pairs import dataset_pairs
+from cudaperf_env.ranker.model import PairwiseModel
+from cudaperf_env.ranker.pairs import Pair, dataset_pairs
 from cudaperf_env.ranker.starter import labelled_starter_tasks
+from cudaperf_env.tasks.schema import Task
 from cudaperf_env.text import json_safe
 
 STARTER_LABELS = Path(__file__).parent / "results" / "starter_labels_h200.jsonl.gz"
@@ -76,11 +80,7 @@ def main() -> None:
     for split in ("validation", "test"):
         tasks = load_dataset(split)
         split_pairs = dataset_pairs(tasks.values(), ("perf",))
-        split_records = records_for(tasks.values(), args.features)
-        split_sources = {(t.id, i.name): i.source for t in tasks.values() for i in t.implementations}
-        scorers = {"encoder": model.probabilities(split_pairs, split_sources, split_records),
-                   "trees": model_pair_probabilities(trees, split_pairs, split_records),
-                   "structural": static_pair_probabilities(structural_scores(split_records), split_pairs)}  # fmt: skip
+        scorers = _scorers(model, trees, split_pairs, tasks, records_for(tasks.values(), args.features))
         unseen = [tasks[p.task].family not in seen for p in split_pairs]
         figures = {name: {"pairwise_accuracy": accuracy(p),
                           "unseen_families": accuracy(p[unseen]) if any(unseen) else None}
@@ -88,16 +88,13 @@ def main() -> None:
         paired = paired_difference(scorers["encoder"], scorers["trees"], [p.task for p in split_pairs])
         result[split] = {"pairs": len(split_pairs), "unseen_pairs": sum(unseen), **figures, "encoder_vs_trees": paired}
         print(f"{split}: {len(split_pairs)} pairs; " + ", ".join(
-            f"{name} {f['pairwise_accuracy']:.3f} (unseen families {f['unseen_families'] or float('nan'):.3f})"
+            f"{name} {f['pairwise_accuracy']:.3f} (unseen families {_fmt(f['unseen_families'])})"
             for name, f in figures.items()))  # fmt: skip
     starter_tasks = labelled_starter_tasks(STARTER_LABELS)
     records = records_for(starter_tasks.values())
-    sources = {(t.id, i.name): i.source for t in starter_tasks.values() for i in t.implementations}
     for kind in ("perf", "shown"):
         pairs = dataset_pairs(starter_tasks.values(), (kind,))
-        scorers = {"encoder": model.probabilities(pairs, sources, records),
-                   "trees": model_pair_probabilities(trees, pairs, records),
-                   "structural": static_pair_probabilities(structural_scores(records), pairs)}  # fmt: skip
+        scorers = _scorers(model, trees, pairs, starter_tasks, records)
         paired = paired_difference(scorers["encoder"], scorers["structural"], [p.task for p in pairs])
         result[f"starter_{kind}"] = {"pairs": len(pairs), **{n: accuracy(p) for n, p in scorers.items()},
                                      "encoder_vs_structural": paired}  # fmt: skip
@@ -106,13 +103,29 @@ def main() -> None:
         Path(args.out).write_text(json.dumps(json_safe(result), indent=2) + "\n")
 
 
+def _scorers(encoder: EncoderModel, trees: PairwiseModel, pairs: list[Pair], tasks: dict[str, Task],
+             records: dict) -> dict[str, np.ndarray]:  # fmt: skip
+    """P(the faster side is faster) per pair from the encoder, the shipped trees and the structural score."""
+    return {"encoder": encoder.probabilities(pairs, _sources(tasks), records),
+            "trees": model_pair_probabilities(trees, pairs, records),
+            "structural": static_pair_probabilities(structural_scores(records), pairs)}  # fmt: skip
+
+
+def _sources(tasks: dict[str, Task]) -> dict[tuple[str, str], str]:
+    return {(t.id, i.name): i.source for t in tasks.values() for i in t.implementations}
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
 def _train(config: EncoderConfig, train: dict, features: str | None, result: dict) -> EncoderModel:
     """Fits the encoder on the train tasks' pairs of every kind (a progress bar), noting size and time in ``result``."""
     from rich.progress import Progress
 
     records = records_for(train.values(), features)
     pairs = dataset_pairs(train.values(), ("shown", "hidden", "perf"))
-    sources = {(t.id, i.name): i.source for t in train.values() for i in t.implementations}
+    sources = _sources(train)
     started = time.perf_counter()
     with Progress() as progress:
         bar = progress.add_task(f"encoder on {len(pairs)} pairs", total=config.steps)

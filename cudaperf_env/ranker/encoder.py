@@ -86,9 +86,8 @@ def code_words(source: str, keep: frozenset[str] | None = None) -> list[str]:
     macros = {m.name: m.body[0].text for m in unit.defines if m.params is None and len(m.body) == 1}
     renamed: dict[str, str] = {}
     words = []
-    code, directives = code_tokens(source, tokenize(source))
-    pragmas = [d for d in directives if _PRAGMA.match(d.text)]  # unrolling is structure; other directives are not
-    for token in sorted((*code, *pragmas), key=lambda t: t.start):
+    pragmas = [d for d in unit.directives if _PRAGMA.match(d.text)]  # unrolling is structure; other directives not
+    for token in sorted((*unit.code, *pragmas), key=lambda t: t.start):
         if token.kind == "directive":
             words.append("#pragma_" + _PRAGMA.match(token.text).group(1))  # type: ignore[union-attr]
             continue
@@ -214,10 +213,12 @@ class EncoderModel:
         net.to(device).eval()
         out = np.full(len(pairs), math.nan)
         usable = [i for i, p in enumerate(pairs) if _usable(p, sources, records)]
+        keys = {(pairs[i].task, s) for i in usable for s in (pairs[i].faster, pairs[i].slower)}
+        words = {key: code_words(sources[key], self.keep) for key in keys}  # once, though in many pairs
         with torch.no_grad():
             for lo in range(0, len(usable), batch):
                 chunk = usable[lo : lo + batch]
-                fast, slow = self.scores(net, torch, device, [pairs[i] for i in chunk], sources, records)
+                fast, slow = self.scores(net, torch, device, [pairs[i] for i in chunk], sources, records, words)
                 out[chunk] = torch.sigmoid(fast - slow).cpu().numpy()
         return out
 
@@ -237,7 +238,7 @@ class EncoderModel:
         limit = self.config.max_tokens
         if len(words) > limit:
             words = [*words[: limit // 2], *words[len(words) - (limit - limit // 2) :]]
-        return [self.index.get(w, 1) for w in words]
+        return [self.index.get(w, 1) for w in words] or [1]  # a source without code reads as one unknown word
 
     def _config_row(self, record: Mapping[str, Any], pair: Pair) -> np.ndarray:
         raw = np.concatenate([vector(record, pair.config, CONFIG_FEATURES), context(record, pair.config, pair.kind)])

@@ -48,13 +48,12 @@ def paired_difference(p_a: np.ndarray, p_b: np.ndarray, groups: Sequence[str], r
     wins, losses = int((diff > 0).sum()), int((diff < 0).sum())
     n, k = wins + losses, min(wins, losses)
     p_value = min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2**n) if n else 1.0
-    names = sorted(set(groups))
-    per_group = np.array([[diff[[g == name for g in groups]].sum(), sum(g == name for g in groups)] for name in names])
-    draws = np.random.default_rng(seed).integers(0, len(names), (resamples, len(names))) if names else None
     ci = [math.nan, math.nan]
-    if draws is not None:
-        sums = per_group[draws].sum(axis=1)
-        ci = [float(v) for v in np.percentile(sums[:, 0] / sums[:, 1], [2.5, 97.5])]
+    if len(diff):
+        names, member = np.unique(np.asarray(groups), return_inverse=True)
+        sums, counts = np.bincount(member, weights=diff), np.bincount(member)
+        draws = np.random.default_rng(seed).integers(0, len(names), (resamples, len(names)))
+        ci = [float(v) for v in np.percentile(sums[draws].sum(axis=1) / counts[draws].sum(axis=1), [2.5, 97.5])]
     return {"difference": float(diff.mean()) if len(diff) else math.nan, "wins": wins, "losses": losses,
             "p_value": p_value, "ci95": ci}  # fmt: skip
 
