@@ -38,7 +38,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from agents.grpo.ablation_results import arm_result, merge_arm, plot_curves
+from agents.grpo.ablation_results import arm_result, comparisons, merge_arm, plot_curves
 
 ARMS: Mapping[str, tuple[str, bool]] = MappingProxyType({
     "speedup_only": ("speedup_only", False),
@@ -312,7 +312,7 @@ def write_results(config: AblationConfig, state: dict[str, str], command: str) -
     """``config.results`` (JSON, whatever is finished so far) and the training curves next to it."""
     runs, evals = Path(config.out) / "runs", Path(config.out) / "eval"
     arms = [arm_result(a, *ARMS[a], config.seeds, config.steps, runs, evals, config.eval_splits) for a in config.arms]
-    results = {
+    results: dict[str, Any] = {
         "experiment": "grpo_reward_ablation",
         "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d"),
         "device": device_info(),
@@ -325,12 +325,28 @@ def write_results(config: AblationConfig, state: dict[str, str], command: str) -
     }
     if config.merge:
         results = merged(json.loads(Path(config.merge).read_text(encoding="utf-8")), results)
+    results["comparisons"] = comparisons(results["arms"])  # after the merge: over every seed measured
     path = Path(config.results)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     if any(entry.get("curve") for arm in results["arms"] for entry in arm["per_seed"]):
         plot_curves(results["arms"], path.with_name(path.stem + "_curves.png"))
     return results
+
+
+def comparison_table(found: Sequence[Mapping[str, Any]]) -> Any:
+    """The paired comparisons as a rich table: differences with their task-level 95% intervals and sign tests."""
+    from rich.table import Table
+
+    table = Table(title="held-out, paired by seed and task (a - b; 95% interval over tasks; sign test p)")
+    for column in ("a", "b", "seeds", "tasks", "samples", "pass@1", "fast_1"):
+        table.add_column(column, justify="left" if column in "ab" else "right")
+    for row in found:
+        cells = [f"{row[m]['difference']:+.3f} [{row[m]['ci95'][0]:+.3f}, {row[m]['ci95'][1]:+.3f}] "
+                 f"p={row[m]['p_value']:.2f}" for m in ("pass_at_1", "fast_1")]  # fmt: skip
+        table.add_row(row["a"], row["b"], ",".join(map(str, row["seeds"])), str(row["tasks"]), str(row["samples"]),
+                      *cells)  # fmt: skip
+    return table
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -365,6 +381,10 @@ def main(argv: list[str] | None = None) -> int:
     command = shlex.join(["python", "-m", "agents.grpo.ablation", *(argv if argv is not None else sys.argv[1:])])
     results = write_results(config, state, command)
     counts = {s: sum(v == s for v in state.values()) for s in sorted(set(state.values()))}
+    if results["comparisons"]:
+        from rich.console import Console
+
+        Console().print(comparison_table(results["comparisons"]))
     print(f"jobs: {counts}; results: {config.results}" + ("" if results["complete"] else
           " (not complete: run the same command again)"))  # fmt: skip
     return 1 if "failed" in state.values() else 0

@@ -1,9 +1,16 @@
 """The ablation's results: held-out metrics of each start and final checkpoint, intervals over seeds, curves.
 
-Pure where it can be: :func:`headline` and :func:`mean_ci` take numbers and
-reports; :func:`arm_result` reads the evaluation directories the driver wrote
-(one ``report.json`` per checkpoint and seed, with every held-out split in it,
-as ``cudaperf evaluate`` writes it) and the runs' ``metrics.jsonl``.
+Pure where it can be: :func:`headline`, :func:`mean_ci` and :func:`comparisons` take numbers,
+reports and results; :func:`arm_result` reads the evaluation directories the driver wrote
+(one ``report.json`` and ``trajectories.jsonl`` per checkpoint and seed, with every held-out
+split in them, as ``cudaperf evaluate`` writes them) and the runs' ``metrics.jsonl``.
+
+Two kinds of interval. ``summary`` is over seeds (a Student t interval of each seed's figure:
+none for one seed, wide for two). ``comparisons`` pair two checkpoints on the same held-out
+tasks of the same seeds (each task's samples, pooled over seeds): the difference of pass@1 and
+of fast_1 with an interval from resampling whole tasks and an exact sign test
+(:func:`cudaperf_env.comparison.paired_difference`), so even one seed says how much a
+difference could be chance.
 """
 
 from __future__ import annotations
@@ -16,8 +23,18 @@ from pathlib import Path
 from typing import Any
 
 from agents.grpo.logbook import read_metrics
+from agents.metrics import is_fast
+from agents.records import read_records
+from agents.report import best_by_turn
+from cudaperf_env.comparison import paired_difference
 
 METRICS = ("pass_at_1", "fast_1", "fast_1_5", "geomean_speedup")
+
+PAIRED = ("pass_at_1", "fast_1")
+"""Metrics compared sample by sample (each a per-sample credit: correct; correct and faster than the baseline)."""
+
+REFERENCE_ARM = "speedup_only"
+"""The arm every other arm is compared with: the reward of correctness and speedup alone."""
 
 # Two-sided 95% Student t quantiles by degrees of freedom (n - 1); beyond the table, the normal's 1.96.
 T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228}
@@ -65,7 +82,71 @@ def evaluation(directory: Path, splits: Sequence[str]) -> dict[str, Any] | None:
     parts = report.get("per_split") or ({splits[0]: report} if len(splits) == 1 else {})
     if any(s not in parts for s in splits):
         return None
-    return {**headline(report), "per_split": {s: headline(parts[s]) for s in splits}}
+    trajectories = directory / "trajectories.jsonl"
+    samples = sample_credits(trajectories) if trajectories.is_file() else {}
+    return {**headline(report), "per_split": {s: headline(parts[s]) for s in splits}, "samples": samples}
+
+
+def sample_credits(path: Path) -> dict[str, list[list[int]]]:
+    """Each task's samples as ``[correct, fast_1]`` (0/1), in trajectory order, at the trajectory's best turn.
+
+    A trajectory counts as the report counts it (:func:`agents.report.best_by_turn` at the last turn).
+    """
+    turns: dict[tuple[str, int], list[Any]] = {}
+    for record in read_records(path):
+        turns.setdefault((record.task_id, record.trajectory), []).append(record)
+    last = max((r.turn for rs in turns.values() for r in rs), default=1)
+    credits: dict[str, list[list[int]]] = {}
+    for (task, _), records in sorted(turns.items()):
+        correct, speedup = best_by_turn(sorted(records, key=lambda r: r.turn), last)
+        credits.setdefault(task, []).append([int(correct), int(is_fast(correct, speedup, 1.0))])
+    return credits
+
+
+def compare(a: Sequence[dict[str, Any] | None], b: Sequence[dict[str, Any] | None],
+            seeds: Sequence[int]) -> dict[str, Any] | None:  # fmt: skip
+    """Checkpoints a against b (evaluations of the same ``seeds``, in order) on the tasks and samples both have.
+
+    Sample ``i`` of a task in a is paired with sample ``i`` of it in b (independent draws: under equal
+    per-task chances, a win and a loss are equally likely, so the sign test holds); a task of one seed
+    is one resampling group. None where no seed has both evaluations with samples.
+    """
+    credits_a: list[list[int]] = []
+    credits_b: list[list[int]] = []
+    groups, used = [], []
+    for seed, ea, eb in zip(seeds, a, b, strict=True):
+        if not (ea and eb and ea.get("samples") and eb.get("samples")):
+            continue
+        used.append(seed)
+        for task in sorted(ea["samples"].keys() & eb["samples"].keys()):
+            pairs = list(zip(ea["samples"][task], eb["samples"][task], strict=False))
+            credits_a += [x for x, _ in pairs]
+            credits_b += [y for _, y in pairs]
+            groups += [f"{seed}/{task}"] * len(pairs)
+    if not groups:
+        return None
+    out: dict[str, Any] = {"seeds": used, "tasks": len(set(groups)), "samples": len(groups)}
+    for column, metric in enumerate(PAIRED):
+        out[metric] = paired_difference([x[column] for x in credits_a], [y[column] for y in credits_b], groups)
+    return out
+
+
+def comparisons(arms: Sequence[dict[str, Any]], reference: str = REFERENCE_ARM) -> list[dict[str, Any]]:
+    """Each arm's final against its start model, and against the reference arm's final, paired by seed and task."""
+    by_name = {arm["name"]: arm for arm in arms}
+    out = []
+    for arm in arms:
+        seeds = [e["seed"] for e in arm["per_seed"]]
+        finals = [e["final"] for e in arm["per_seed"]]
+        found = compare(finals, [e["start"] for e in arm["per_seed"]], seeds)
+        if found:
+            out.append({"a": arm["name"], "b": "start", **found})
+        if arm["name"] != reference and reference in by_name:
+            theirs = {e["seed"]: e["final"] for e in by_name[reference]["per_seed"]}
+            found = compare(finals, [theirs.get(s) for s in seeds], seeds)
+            if found:
+                out.append({"a": arm["name"], "b": reference, **found})
+    return out
 
 
 def step_times(run_dir: Path) -> dict[str, Any]:

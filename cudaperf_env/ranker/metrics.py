@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from cudaperf_env import comparison
 from cudaperf_env.analysis.agreement import spearman
 from cudaperf_env.ranker.pairs import Pair
 from cudaperf_env.tasks.schema import Task
@@ -38,24 +39,12 @@ def paired_difference(p_a: np.ndarray, p_b: np.ndarray, groups: Sequence[str], r
                       seed: int = 0) -> dict[str, Any]:  # fmt: skip
     """Scorer a against scorer b on the same pairs: is a's accuracy really higher?
 
-    ``wins`` / ``losses``: pairs where a's credit is above / below b's (credits 1, 0.5 for a tie in
-    score, 0). ``p_value``: the two-sided exact sign test over those pairs (the others left out).
-    ``difference``: a's accuracy minus b's. ``ci95``: the 2.5th and
-    97.5th percentiles of the accuracy difference over ``resamples`` bootstrap draws of whole
+    Each pair's credit (1 right, 0.5 a tie in score, 0 wrong) compared by
+    :func:`cudaperf_env.comparison.paired_difference`: ``difference`` (a's accuracy minus b's),
+    ``wins`` / ``losses`` with their exact sign test ``p_value``, and ``ci95`` from resampling whole
     ``groups`` (tasks: one task's pairs share implementations, so they are not independent).
     """
-    diff = correct(p_a) - correct(p_b)
-    wins, losses = int((diff > 0).sum()), int((diff < 0).sum())
-    n, k = wins + losses, min(wins, losses)
-    p_value = min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2**n) if n else 1.0
-    ci = [math.nan, math.nan]
-    if len(diff):
-        names, member = np.unique(np.asarray(groups), return_inverse=True)
-        sums, counts = np.bincount(member, weights=diff), np.bincount(member)
-        draws = np.random.default_rng(seed).integers(0, len(names), (resamples, len(names)))
-        ci = [float(v) for v in np.percentile(sums[draws].sum(axis=1) / counts[draws].sum(axis=1), [2.5, 97.5])]
-    return {"difference": float(diff.mean()) if len(diff) else math.nan, "wins": wins, "losses": losses,
-            "p_value": p_value, "ci95": ci}  # fmt: skip
+    return comparison.paired_difference(correct(p_a), correct(p_b), groups, resamples, seed)
 
 
 def per_family(pairs: Sequence[Pair], p: np.ndarray, tasks: Mapping[str, Task]) -> dict[str, dict[str, Any]]:

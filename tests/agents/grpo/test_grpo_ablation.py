@@ -9,7 +9,7 @@ import pytest
 
 from agents.evaluate import evaluate_policy, write_report
 from agents.grpo.ablation import AblationConfig, Job, main, plan, run_jobs, write_results
-from agents.grpo.ablation_results import mean_ci
+from agents.grpo.ablation_results import compare, mean_ci
 from agents.grpo.logbook import Logbook
 from agents.policies import ScriptedPolicy
 from agents.rollout import RolloutConfig
@@ -72,6 +72,18 @@ def test_mean_ci_by_hand():
     assert mean_ci([math.nan]) == {"mean": None, "ci95": None, "n": 0}
 
 
+def test_checkpoints_compare_sample_by_sample_on_the_tasks_both_have():
+    a = {"samples": {"t1": [[1, 1], [1, 0]], "t2": [[0, 0]], "only-a": [[1, 1]]}}
+    b = {"samples": {"t1": [[0, 0], [1, 0], [1, 1]], "t2": [[1, 0]], "only-b": [[0, 0]]}}
+    found = compare([a, None, a], [b, b, {"samples": {}}], seeds=[0, 1, 2])  # seeds 1, 2: one side unmeasured
+    assert (found["seeds"], found["tasks"], found["samples"]) == ([0], 2, 3)  # t1's third sample of b unpaired
+    # pass@1: t1 +1, 0; t2 -1 -> difference 0, one win, one loss; fast_1: t1 +1, 0; t2 0 -> +1/3, sign test p = 1
+    assert found["pass_at_1"] | {"ci95": None} == {"difference": 0.0, "wins": 1, "losses": 1, "p_value": 1.0,
+                                                   "ci95": None, "groups": 2}  # fmt: skip
+    assert found["fast_1"]["difference"] == pytest.approx(1 / 3) and found["fast_1"]["p_value"] == 1.0
+    assert compare([None], [b], seeds=[0]) is None
+
+
 def test_results_file_has_the_issue_schema(tmp_path):
     config = AblationConfig(model="/m", out=str(tmp_path / "abl"), results=str(tmp_path / "res" / "grpo_ablation.json"),
                             arms=("speedup_only", "cudaperf_ranker"), seeds=(0, 1), steps=3, turns=1,
@@ -113,6 +125,17 @@ def test_results_file_has_the_issue_schema(tmp_path):
     assert final["per_split"]["validation"]["pass_at_1"] == pytest.approx(0.5)
     assert final["per_split"]["test"] == {**final["per_split"]["test"], "pass_at_1": 0.0, "tasks": 1}
     assert ranker["summary"]["delta"]["pass_at_1"] == {"mean": 0.5, "ci95": [0.5, 0.5], "n": 2}
+    assert final["samples"] == {TASK.id: [[1, 0], [0, 0]], OTHER.id: [[0, 0], [0, 0]]}  # CPU backend: never fast
+    found = {(c["a"], c["b"]): c for c in saved["comparisons"]}
+    assert set(found) == {("speedup_only", "start"), ("cudaperf_ranker", "start"), ("cudaperf_ranker", "speedup_only")}
+    # 2 seeds x 2 tasks x 2 samples; the ranker arm's 4 saxpy samples right where the start model's were not
+    vs_start = found["cudaperf_ranker", "start"]
+    assert (vs_start["seeds"], vs_start["tasks"], vs_start["samples"]) == ([0, 1], 4, 8)
+    assert vs_start["pass_at_1"] | {"ci95": None} == {"difference": 0.5, "wins": 4, "losses": 0, "p_value": 0.125,
+                                                      "ci95": None, "groups": 4}  # fmt: skip
+    assert 0.0 <= vs_start["pass_at_1"]["ci95"][0] <= 0.5 <= vs_start["pass_at_1"]["ci95"][1] <= 1.0
+    assert found["cudaperf_ranker", "speedup_only"]["pass_at_1"]["difference"] == 0.25  # saxpy's second sample
+    assert found["cudaperf_ranker", "speedup_only"]["fast_1"]["difference"] == 0.0
 
 
 def test_spread_subset_covers_the_families_round_robin():
