@@ -22,6 +22,12 @@ def test_generated_inputs_are_reproducible_per_seed_and_have_the_generators_prop
     assert inputs(TASK, {"N": 1823}, 0)["p"][0] > 0
 
 
+def test_the_walk_stays_finite_over_the_perf_configuration():
+    # a plain geometric walk drifted past float32's range over 64M steps (found labelling on a GPU)
+    p = GeneratedInputs()(TASK, TASK.perf_configs[0], 0)["p"]
+    assert len(p) == 67108864 and np.all(np.isfinite(p)) and 10 < p.min() and p.max() < 1000
+
+
 @pytest.mark.parametrize(
     ("source", "message"),
     [
