@@ -1,13 +1,14 @@
 """The ranker against the structural score on hand-written kernels: the starter tasks' implementation pairs.
 
-No generator wrote these 34 tasks' implementations, and the ranker never trained on
-them. Their H200 timings (``benchmarks/results/starter_labels_h200.jsonl.gz``, the
-GPU labeller's records) are folded into the tasks as labels; pairs are the
+No generator wrote the starter tasks' implementations, and the ranker never trained on
+them. A GPU labeller stream of them (``benchmarks/results/starter_labels_h200.jsonl.gz``:
+34 tasks on an H200; ``starter_labels_h100.jsonl.gz``: 55 tasks on an H100) is folded
+into the tasks as labels; pairs are the
 implementation pairs told apart beyond noise on each perf configuration (as for
 the dataset), and on the shown configurations separately.
 
 Run: ``python benchmarks/ranker_starter.py [--model M.json] [--labels STREAM] [--out FILE.json]`` (committed:
-``benchmarks/results/ranker_starter_h200.json``; a stream of another card comes from
+``benchmarks/results/ranker_starter_h200.json`` and ``ranker_starter_h100.json``; a stream of another card comes from
 ``python -m cudaperf_env.datagen.label --source starter --out STREAM`` run on it).
 """
 
