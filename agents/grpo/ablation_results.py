@@ -24,7 +24,7 @@ from typing import Any
 
 from agents.grpo.logbook import read_metrics
 from agents.metrics import is_fast
-from agents.records import read_records
+from agents.records import TurnRecord, read_records
 from agents.report import best_by_turn
 from cudaperf_env.comparison import paired_difference
 
@@ -92,7 +92,7 @@ def sample_credits(path: Path) -> dict[str, list[list[int]]]:
 
     A trajectory counts as the report counts it (:func:`agents.report.best_by_turn` at the last turn).
     """
-    turns: dict[tuple[str, int], list[Any]] = {}
+    turns: dict[tuple[str, int], list[TurnRecord]] = {}
     for record in read_records(path):
         turns.setdefault((record.task_id, record.trajectory), []).append(record)
     last = max((r.turn for rs in turns.values() for r in rs), default=1)
