@@ -340,7 +340,7 @@ def comparison_table(found: Sequence[Mapping[str, Any]]) -> Any:
 
     table = Table(title="held-out, paired by seed and task (a - b; 95% interval over tasks; sign test p)")
     for column in ("a", "b", "seeds", "tasks", "samples", "pass@1", "fast_1"):
-        table.add_column(column, justify="left" if column in "ab" else "right")
+        table.add_column(column, justify="left" if column in ("a", "b") else "right")
     for row in found:
         cells = [f"{row[m]['difference']:+.3f} [{row[m]['ci95'][0]:+.3f}, {row[m]['ci95'][1]:+.3f}] "
                  f"p={row[m]['p_value']:.2f}" for m in ("pass_at_1", "fast_1")]  # fmt: skip

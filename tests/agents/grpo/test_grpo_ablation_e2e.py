@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch")
 from agents.grpo.ablation import main  # noqa: E402
 
 
-def test_the_ablation_runs_end_to_end_and_reports_each_held_out_split(tmp_path, tiny_tokenizer):
+def test_the_ablation_runs_end_to_end_and_reports_each_held_out_split(tmp_path, tiny_tokenizer, capsys):
     config = transformers.LlamaConfig(vocab_size=len(tiny_tokenizer), hidden_size=32, intermediate_size=64,
                                       num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
                                       max_position_embeddings=8192, eos_token_id=tiny_tokenizer.eos_token_id,
@@ -38,5 +38,8 @@ def test_the_ablation_runs_end_to_end_and_reports_each_held_out_split(tmp_path, 
         per_split = entry[which]["per_split"]
         assert {s: per_split[s]["tasks"] for s in per_split} == {"validation": 1, "test": 1}
     assert entry["step_times"]["steps_logged"] == 1
+    [paired] = saved["comparisons"]  # one arm: its final against the start model, 2 tasks x 2 samples
+    assert (paired["a"], paired["b"], paired["tasks"], paired["samples"]) == ("speedup_only", "start", 2, 4)
+    assert "paired by seed and task" in capsys.readouterr().out  # the driver's table
     final_eval = (tmp_path / "abl" / "logs" / "eval-speedup_only-s0.log").read_text()
     assert "--split validation --split test" in final_eval and "runs/speedup_only/seed-0/final" in final_eval
