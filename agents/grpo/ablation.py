@@ -339,11 +339,12 @@ def comparison_table(found: Sequence[Mapping[str, Any]]) -> Any:
     from rich.table import Table
 
     table = Table(title="held-out, paired by seed and task (a - b; 95% interval over tasks; sign test p)")
-    for column in ("a", "b", "seeds", "tasks", "samples", "pass@1", "fast_1"):
-        table.add_column(column, justify="left" if column in ("a", "b") else "right")
+    for column in ("a", "b", "seeds", "tasks", "samples", "pass@1", "95% CI", "p", "fast_1", "95% CI", "p"):
+        table.add_column(column, justify="left" if column in ("a", "b") else "right", no_wrap=True)
     for row in found:
-        cells = [f"{row[m]['difference']:+.3f} [{row[m]['ci95'][0]:+.3f}, {row[m]['ci95'][1]:+.3f}] "
-                 f"p={row[m]['p_value']:.2f}" for m in ("pass_at_1", "fast_1")]  # fmt: skip
+        cells = [cell for m in ("pass_at_1", "fast_1") for cell in (
+            f"{row[m]['difference']:+.3f}", f"[{row[m]['ci95'][0]:+.3f}, {row[m]['ci95'][1]:+.3f}]",
+            f"{row[m]['p_value']:.2f}")]  # fmt: skip
         table.add_row(row["a"], row["b"], ",".join(map(str, row["seeds"])), str(row["tasks"]), str(row["samples"]),
                       *cells)  # fmt: skip
     return table
@@ -384,7 +385,8 @@ def main(argv: list[str] | None = None) -> int:
     if results["comparisons"]:
         from rich.console import Console
 
-        Console().print(comparison_table(results["comparisons"]))
+        # A log file is no terminal: rich would squeeze the table into 80 columns.
+        Console(width=None if sys.stdout.isatty() else 160).print(comparison_table(results["comparisons"]))
     print(f"jobs: {counts}; results: {config.results}" + ("" if results["complete"] else
           " (not complete: run the same command again)"))  # fmt: skip
     return 1 if "failed" in state.values() else 0

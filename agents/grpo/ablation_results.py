@@ -215,6 +215,8 @@ def curve(run_dir: Path) -> list[dict[str, Any]]:
 
 def plot_curves(arms: Sequence[dict[str, Any]], path: Path, keys: Sequence[str] = CURVE_KEYS) -> Path:
     """Training curves of the results' arms: each key against step, one line per arm (mean over its seeds)."""
+    from matplotlib.ticker import MaxNLocator
+
     from agents.plots import _pyplot, _save
 
     plt = _pyplot()
@@ -229,6 +231,7 @@ def plot_curves(arms: Sequence[dict[str, Any]], path: Path, keys: Sequence[str] 
             steps = sorted(by_step)
             ax.plot(steps, [sum(by_step[s]) / len(by_step[s]) for s in steps], label=arm["name"], marker=".")
         ax.set(xlabel="step", title=key)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole numbers
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=8)
     return _save(fig, plt, path)

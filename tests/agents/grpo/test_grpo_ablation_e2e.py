@@ -40,6 +40,8 @@ def test_the_ablation_runs_end_to_end_and_reports_each_held_out_split(tmp_path, 
     assert entry["step_times"]["steps_logged"] == 1
     [paired] = saved["comparisons"]  # one arm: its final against the start model, 2 tasks x 2 samples
     assert (paired["a"], paired["b"], paired["tasks"], paired["samples"]) == ("speedup_only", "start", 2, 4)
-    assert "paired by seed and task" in capsys.readouterr().out  # the driver's table
+    printed = capsys.readouterr().out
+    assert "paired by seed and task" in printed  # the driver's table, unwrapped in a log (no terminal)
+    assert any(line.count("speedup_only") == 1 and "start" in line for line in printed.splitlines())
     final_eval = (tmp_path / "abl" / "logs" / "eval-speedup_only-s0.log").read_text()
     assert "--split validation --split test" in final_eval and "runs/speedup_only/seed-0/final" in final_eval
