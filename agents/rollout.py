@@ -99,9 +99,12 @@ def rollouts(policy: Policy, tasks: Sequence[Task], evaluator: Evaluator, config
 
     Every active trajectory of every task is generated in the same policy call (at
     turn 1 each task's prompt sampled ``group`` times), and all replies of the turn
-    are graded concurrently over the machine's cores. The records are those
-    :func:`rollout` gives for each task, in task order.
+    are graded concurrently over the machine's cores. What grading needs whatever the
+    replies say (expected outputs, timing inputs) is made while turn 1 generates
+    (:meth:`Evaluator.prepare`). The records are those :func:`rollout` gives for each
+    task, in task order.
     """
+    evaluator.prepare([(task, config.seed) for task in tasks])  # made while the first replies are written
     trajs = {task.id: [_Trajectory() for _ in range(config.group)] for task in tasks}
     prompts = {task.id: task_prompt(task) for task in tasks}
     budget = policy.context_window - config.sampling.max_tokens

@@ -191,13 +191,18 @@ def launch(ctx: Context) -> Context | Evaluation:
     race_build = getattr(ctx.backend, "race_build", None)
     if race_build is not None and options.racecheck:  # beside the build; cancelled if the evaluation ends first
         ctx.pending["race_build"] = ctx.pool.submit(race_build, task, code, ctx.cancel)
-    configs = task.correctness_configs if options.run_hidden else task.configs
-    ctx.jobs = [Job(c, task_inputs(task, c, ctx.seed)) for c in configs]
+    ctx.jobs = correctness_jobs(task, options, ctx.seed)
     reference = ctx.workdir / "ref"
     reference.mkdir(mode=0o700)  # the reference's worker's (or the parent's): the submission's cannot read it
     ctx.pending["expected"] = ctx.pool.submit(ctx.reference.expected, task, ctx.jobs, ctx.seed, reference)
     ctx.worker = ctx.backend.start_worker(ctx.workdir)
     return ctx
+
+
+def correctness_jobs(task: Task, options: EvalOptions, seed: int) -> list[Job]:
+    """The configurations a reply is run on (shown, and hidden with ``run_hidden``) with their seeded inputs."""
+    configs = task.correctness_configs if options.run_hidden else task.configs
+    return [Job(c, task_inputs(task, c, seed)) for c in configs]
 
 
 def check_compiles(ctx: Context) -> Context | Evaluation:
@@ -455,6 +460,7 @@ class Evaluator:
 
             stages = KERNELBENCH_STAGES
         self.stages = tuple(STAGES if stages is None else stages)
+        self._preparing = ThreadPoolExecutor(max_workers=2, thread_name_prefix="cudaperf-prepare")
 
     @property
     def measures_time(self) -> bool:
@@ -488,6 +494,34 @@ class Evaluator:
         with ThreadPoolExecutor(max_workers=workers) as pool:
             return list(pool.map(lambda job: self.evaluate(job[0], job[1], job[2]), jobs))
 
+    def prepare(self, jobs: Sequence[tuple[Task, int]]) -> Future[None]:
+        """Make, in the background, what grading replies to each ``(task, seed)`` needs whatever they say.
+
+        That is the expected outputs of the correctness configurations (kept in :attr:`reference`)
+        and, in native mode, the backend's own (``Capabilities.preparer``: a timing's input sets and
+        the baseline's build). A trainer calls it as soon as a step's tasks are drawn, so the work
+        overlaps the generation of the first replies instead of adding to their grading; an
+        evaluation that starts meanwhile waits for a task's work in progress, never repeats it. A
+        failure here is left to the evaluations, which report it. The future is done when all is made.
+        """
+        return _all_of([self._preparing.submit(self._prepare, task, seed) for task, seed in jobs])
+
+    def _prepare(self, task: Task, seed: int) -> None:
+        if self.options.mode != "native":
+            return  # KernelBench mode: references and timings are the torch worker's, made per evaluation
+        workdir = scratch_dir()
+        try:
+            reference = workdir / "ref"
+            reference.mkdir(mode=0o700)  # as an evaluation's (launch)
+            self.reference.expected(task, correctness_jobs(task, self.options, seed), seed, reference)
+            preparer = self.backend.capabilities.preparer
+            if preparer is not None:
+                preparer.prepare(task)
+        except Exception:  # noqa: BLE001 - an evaluation meets the same failure and reports it
+            pass
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+
     def _evaluate(self, task: Task, action: str, seed: int) -> Evaluation:
         workdir = scratch_dir()
         pool = ThreadPoolExecutor(max_workers=4)  # nvcc check, build, race-check build, expected outputs
@@ -506,6 +540,26 @@ class Evaluator:
                 ctx.worker.kill()
             pool.shutdown(wait=True)
             shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _all_of(futures: Sequence[Future[None]]) -> Future[None]:
+    """A future done when every one of ``futures`` is."""
+    done: Future[None] = Future()
+    left = [len(futures)]
+    lock = threading.Lock()
+
+    def one_done(_: Future[None]) -> None:
+        with lock:
+            left[0] -= 1
+            last = left[0] == 0
+        if last:
+            done.set_result(None)
+
+    if not futures:
+        done.set_result(None)
+    for future in futures:
+        future.add_done_callback(one_done)
+    return done
 
 
 def best_known_speedup(task: Task) -> float:

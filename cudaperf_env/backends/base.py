@@ -183,6 +183,14 @@ class ModelRunner(Protocol):
         ...
 
 
+class Preparer(Protocol):
+    """Capability: makes ahead what grading any reply to a task needs and no reply changes (a timing's inputs)."""
+
+    def prepare(self, task: Task) -> None:
+        """Make it now (kept for the evaluations of ``task`` to come); raises what making it raised."""
+        ...
+
+
 class AloneRunner(Protocol):
     """Runs a build with the device to itself, where ordinary runs share it with other evaluations' runs."""
 
@@ -204,12 +212,15 @@ class Capabilities:
         alone: Runs share the device with other evaluations' runs, and this runs one with the device
             to itself: a run that ran out of device memory beside others may have lost it to them, so
             it is judged alone again (None: runs never share the device).
+        preparer: Makes a task's reply-independent grading inputs ahead (``Evaluator.prepare``;
+            None: nothing of the backend's own to make).
     """
 
     timer: Timer | None = None
     sanitizer: Sanitizer | None = None
     kernelbench: ModelRunner | None = None
     alone: AloneRunner | None = None
+    preparer: Preparer | None = None
 
 
 class Backend(Protocol):

@@ -27,6 +27,7 @@ import os
 import time
 import types
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -66,6 +67,10 @@ class _EvaluatorActor:
     def evaluate(self, task: Task, action: str, seed: int) -> Evaluation:
         """One submission (never raises on a bad one)."""
         return self.evaluator.evaluate(task, action, seed=seed)
+
+    def prepare(self, jobs: Sequence[tuple[Task, int]]) -> None:
+        """Start :meth:`Evaluator.prepare` here and return (the making runs on the evaluator's own threads)."""
+        self.evaluator.prepare(jobs)
 
 
 @dataclass(frozen=True)
@@ -184,6 +189,18 @@ class EvaluatorPool:
                     results[n] = self._failed(Status.RUNTIME_ERROR, f"the evaluator actor failed: {_reason(error)}")
                     self._ready[owners[n]] = False
         return [results[n] for n in range(len(refs))]
+
+    def prepare(self, jobs: Sequence[tuple[Task, int]]) -> Future[None]:
+        """:meth:`Evaluator.prepare <cudaperf_env.evaluate.Evaluator.prepare>` on every ready actor (any may grade
+        any reply). The future is done once every actor has started it; the actors make it in the background."""
+        refs = [self.actors[i].prepare.remote(list(jobs)) for i in self._ready_actors()]
+        started: Future[None] = Future()
+        try:
+            self._ray.get(refs, timeout=self.timeout_s)
+            started.set_result(None)
+        except Exception as error:  # noqa: BLE001 - a failed actor is the evaluations' to report
+            started.set_exception(error)
+        return started
 
     def grade_many(self, task: Task, replies: Sequence[str], previous: Sequence[Turn | None] | None = None,
                    seed: int = 0, reward: RewardConfig | None = None) -> list[Turn]:  # fmt: skip

@@ -137,3 +137,11 @@ def test_tasks_rolled_out_together_give_the_records_of_one_by_one_with_one_gener
         (other.id, 0, 1, False), (other.id, 0, 2, True), (other.id, 1, 1, True),
     ]  # fmt: skip
     assert read_records(tmp_path / "t.jsonl") == together
+
+
+def test_grading_inputs_are_made_while_the_first_turn_is_generated(evaluator, monkeypatch):
+    order = []
+    monkeypatch.setattr(evaluator, "prepare", lambda jobs: order.append(("prepare", [(t.id, s) for t, s in jobs])))
+    policy = ScriptedPolicy(lambda messages, j: order.append(("generate",)) or GOOD, name="script")
+    rollout(policy, TASK, evaluator, RolloutConfig(turns=1, group=2, seed=5))
+    assert order[:2] == [("prepare", [(TASK.id, 5)]), ("generate",)]

@@ -103,3 +103,8 @@ def test_agent_rollouts_grade_through_the_pool_and_stages_can_be_left_out(pool, 
         assert str(e.status) == "ok" and math.isnan(e.ranker_score)
     finally:
         unranked.close()
+
+
+def test_grading_inputs_are_made_ahead_on_every_actor(pool, saxpy):
+    assert pool.prepare([(saxpy, 3)]).result(timeout=120) is None  # started on both actors, in the background
+    assert str(pool.evaluate(saxpy, replies(saxpy)[0], seed=3).status) == "ok"

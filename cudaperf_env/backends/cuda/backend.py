@@ -204,10 +204,12 @@ class CudaBackend:
 
     @property
     def capabilities(self) -> Capabilities:
-        """Times correct submissions (unless ``measures_time`` is off); sanitizes them if :attr:`sanitizers` is set;
-        runs a submission that ran out of memory again alone where runs share the card (:attr:`shared_runs`)."""
-        return Capabilities(timer=self if self.measures_time else None, sanitizer=self if self.sanitizers else None,
-                            kernelbench=self.kernelbench, alone=self if self.shared_runs else None)  # fmt: skip
+        """Times correct submissions (unless ``measures_time`` is off) and makes their timing inputs ahead
+        (:meth:`prepare`); sanitizes them if :attr:`sanitizers` is set; runs a submission that ran out of memory
+        again alone where runs share the card (:attr:`shared_runs`)."""
+        timer = self if self.measures_time else None
+        return Capabilities(timer=timer, sanitizer=self if self.sanitizers else None, kernelbench=self.kernelbench,
+                            alone=self if self.shared_runs else None, preparer=timer)  # fmt: skip
 
     @property
     def kernelbench(self) -> KernelBenchRunner:
@@ -314,6 +316,7 @@ class CudaBackend:
         optimizations and timed on the host (:func:`~cudaperf_env.backends.cuda.timing.over_c_reference`).
         """
         assert isinstance(worker, WorkerProcess), "time() takes the worker start_worker() made"
+        self.prepare(task)  # the inputs are made before the card is locked, not while others wait for it
         if not task.baseline:
             timing = self._alone(lambda: self._time(task, candidate, worker, paired=False))
             if isinstance(timing, Timing):
@@ -331,6 +334,19 @@ class CudaBackend:
                          for i, c in enumerate(_timing_configs(task))]  # fmt: skip
             timing = over_pytorch(timing, times, self.timing.deadband)
         return flag_unchecked_outputs(task, timing) if isinstance(timing, Timing) else timing
+
+    def prepare(self, task: Task) -> None:
+        """Make what timing any correct reply to ``task`` needs and no reply changes, without the card's lock:
+        the input sets of its timing configurations (``perf_inputs``) and the baseline's build (both kept).
+
+        :meth:`time` calls it first; an evaluator calls it ahead, while the replies are still being
+        written (``Evaluator.prepare``). Making a large task's sets takes seconds of CPU time that
+        would otherwise be spent holding the card while every other timing waited.
+        """
+        if task.baseline:
+            self.build(task, task.implementation(task.baseline).source)  # cached on disk after the first
+        for index, config in enumerate(_timing_configs(task)):
+            self.perf_inputs.sets(task, index, config, self.timing.input_sets)
 
     def _alone(self, timed: Callable[[], Timing | Crash]) -> Timing | Crash:
         """``timed()`` with the card to itself; a timing's phases get the seconds it waited for the card
@@ -420,11 +436,11 @@ class CudaBackend:
         stopped early for slowness (else NaN), seconds of the budget spent, and why the trials stopped."""
         opts = replace(self.timing, budget_s=min(self.timing.budget_s, max(0.0, left_s)))
         started = time.perf_counter()
-        files = self.perf_inputs.sets(task, index, config, opts.input_sets)
-        sets = [set_spec(task, config, f) for f in files]
-        request = time_request(opts, task, ["candidate", "baseline"], sets, "baseline", opts.pin_inputs)
-        asked = time.perf_counter()
-        reply = worker.request(request, self.timing.budget_s * 4 + 60)
+        with self.perf_inputs.lease(task, index, config, opts.input_sets) as files:  # made by prepare(), mostly
+            sets = [set_spec(task, config, f) for f in files]
+            request = time_request(opts, task, ["candidate", "baseline"], sets, "baseline", opts.pin_inputs)
+            asked = time.perf_counter()
+            reply = worker.request(request, self.timing.budget_s * 4 + 60)  # the worker reads the files here
         if isinstance(reply, Crash) or not reply.get("ok"):
             return reply if isinstance(reply, Crash) else Crash("exit", str(reply.get("error")))
         answered = time.perf_counter()

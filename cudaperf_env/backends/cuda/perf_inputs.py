@@ -21,7 +21,9 @@ import os
 import shutil
 import threading
 import weakref
-from collections import OrderedDict
+from collections import Counter, OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from cudaperf_env.backends.buffers import BufferFile, layout
 from cudaperf_env.backends.generator import task_inputs
@@ -49,9 +51,11 @@ class PerfInputs:
     """Input sets of the timing configurations, by ``(task id, configuration index)``; thread-safe.
 
     Files live in a private tmpfs folder removed when this object is collected or the
-    process exits. Sets are read by the worker during one timing only, and a card times
-    one submission at a time, so evicting sets other than the ones being returned
-    never pulls files from under a running timing.
+    process exits. Sets are made ahead of a timing, outside the card's lock
+    (``CudaBackend.prepare``), and each key's sets by one thread while the others wait for
+    them; a timing that finds its sets made never waits behind the making of another's. The
+    sets a timing reads are leased (:meth:`lease`): eviction passes over them, so making
+    other sets meanwhile never pulls files from under a running timing.
 
     Args:
         limit: Bound on the bytes of all sets kept (default :func:`max_bytes`).
@@ -62,7 +66,10 @@ class PerfInputs:
         self.folder.chmod(0o755)  # read by confined workers, which run as users of their own
         self.limit = limit or max_bytes()
         self._sets: OrderedDict[Key, list[BufferFile]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards the tables below, never held while a set is made
+        self._makers: dict[Key, threading.Lock] = {}  # one thread makes a key's sets
+        self._leases: Counter[Key] = Counter()
+        self._reserved = 0  # bytes of the sets being made now
         weakref.finalize(self, shutil.rmtree, self.folder, True)
 
     @property
@@ -76,30 +83,61 @@ class PerfInputs:
         Raises:
             BackendUnavailableError: The folder has no room for them even with every other set evicted.
         """
-        key = (task.id, index)
-        with self._lock:
-            if key in self._sets:
-                self._sets.move_to_end(key)
-                return self._sets[key]
-            need = count * layout(task, config)[2]
-            self._evict(need)
-            self._sets[key] = self._make(task, config, count, key, need)
-            return self._sets[key]
+        return self._get(task, index, config, count, lease=False)
+
+    @contextmanager
+    def lease(self, task: Task, index: int, config: Config, count: int) -> Iterator[list[BufferFile]]:
+        """:meth:`sets`, kept (never evicted) until the block ends: a timing reads them inside it."""
+        files = self._get(task, index, config, count, lease=True)
+        try:
+            yield files
+        finally:
+            with self._lock:
+                self._leases[(task.id, index)] -= 1
 
     def clear(self) -> None:
         """Remove every set kept (a process done with this backend gives the memory back at once)."""
         with self._lock:
             while self._sets:
-                self._drop_oldest()
+                self._drop(next(iter(self._sets)))
+
+    def _get(self, task: Task, index: int, config: Config, count: int, lease: bool) -> list[BufferFile]:
+        key = (task.id, index)
+        with self._lock:
+            maker = self._makers.setdefault(key, threading.Lock())
+        with maker:
+            with self._lock:
+                if key in self._sets:
+                    return self._take(key, lease)
+                need = count * layout(task, config)[2]
+                self._evict(need)
+                self._reserved += need
+            try:
+                made = self._make(task, config, count, key, need)
+            finally:
+                with self._lock:
+                    self._reserved -= need
+            with self._lock:
+                self._sets[key] = made
+                return self._take(key, lease)
+
+    def _take(self, key: Key, lease: bool) -> list[BufferFile]:
+        self._sets.move_to_end(key)
+        self._leases[key] += lease
+        return self._sets[key]
 
     def _evict(self, need: int) -> None:
-        """Drop the least recently used sets until ``need`` more bytes fit the bound and the free space."""
-        while self._sets and (self.bytes + need > self.limit or self._free() < need + RESERVE_BYTES):
-            self._drop_oldest()
+        """Drop the least recently used sets no timing holds until ``need`` more bytes fit the bound and the
+        free space (counting the sets other threads are making)."""
+        while (self.bytes + self._reserved + need > self.limit
+               or self._free() < need + self._reserved + RESERVE_BYTES):  # fmt: skip
+            victim = next((k for k in self._sets if not self._leases[k]), None)
+            if victim is None:
+                return
+            self._drop(victim)
 
-    def _drop_oldest(self) -> None:
-        _, files = self._sets.popitem(last=False)
-        for f in files:
+    def _drop(self, key: Key) -> None:
+        for f in self._sets.pop(key):
             f.close()
 
     def _free(self) -> int:

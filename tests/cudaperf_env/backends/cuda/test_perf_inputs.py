@@ -98,3 +98,45 @@ def test_the_bound_comes_from_the_environment(monkeypatch):
     assert max_bytes() == 3 << 30 and PerfInputs().limit == 3 << 30
     monkeypatch.setenv(perf_inputs.MAX_BYTES_ENV, "lots")
     assert max_bytes() == perf_inputs.DEFAULT_MAX_BYTES
+
+
+def test_leased_sets_are_never_evicted_until_the_lease_ends():
+    saxpy_bytes = 2 * layout(SAXPY, SMALL)[2]
+    inputs = PerfInputs(limit=saxpy_bytes)  # room for one task's sets
+    with inputs.lease(SAXPY, 0, SMALL, 2) as read:  # a timing reads these
+        made = inputs.sets(FMA3, 0, SMALL, 2)  # made ahead for another task meanwhile (prepare)
+        assert all(f.path.exists() for f in read + made)  # over the bound rather than pull files from a timing
+    inputs.sets(CLAMP, 0, SMALL, 2)  # the lease ended: both older sets may go now
+    assert not any(f.path.exists() for f in read + made) and len(files(inputs)) == 2
+
+
+def test_a_set_being_made_holds_up_no_one_asking_for_another(monkeypatch):
+    inputs = PerfInputs()
+    saxpy = inputs.sets(SAXPY, 0, SMALL, 2)
+    real, entered, release = perf_inputs.task_inputs, threading.Event(), threading.Event()
+
+    def slow(task, config, seed):  # a large set: seconds of generation
+        if task is FMA3:
+            entered.set()
+            assert release.wait(30)
+        return real(task, config, seed)
+
+    monkeypatch.setattr(perf_inputs, "task_inputs", slow)
+    maker = threading.Thread(target=inputs.sets, args=(FMA3, 0, SMALL, 2))
+    maker.start()
+    assert entered.wait(30)
+    try:  # the timing of another task finds its sets at once, and may lease them, while FMA3's are made
+        got: list = []
+
+        def timing():
+            with inputs.lease(SAXPY, 0, SMALL, 2) as leased:
+                got.append(leased)
+
+        asker = threading.Thread(target=timing)
+        asker.start()
+        asker.join(10)
+        assert got == [saxpy]
+    finally:
+        release.set()
+        maker.join()
+    assert len(files(inputs)) == 4
