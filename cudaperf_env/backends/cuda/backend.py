@@ -314,9 +314,19 @@ class CudaBackend:
         A task without a baseline implementation is timed against the candidate itself (the same
         hardened calls, checks and budget), and its speedup is over the C reference compiled with
         optimizations and timed on the host (:func:`~cudaperf_env.backends.cuda.timing.over_c_reference`).
+
+        The timing's phases (``Timing.phases``) add ``prepare_s``: :meth:`prepare`, before the card is
+        locked (nothing, where an evaluator prepared the task ahead), and ``lock_wait_s``.
         """
         assert isinstance(worker, WorkerProcess), "time() takes the worker start_worker() made"
+        started = time.perf_counter()
         self.prepare(task)  # the inputs are made before the card is locked, not while others wait for it
+        prepare_s = time.perf_counter() - started
+        timing = self._time_task(task, candidate, workdir, worker)
+        return replace(timing, phases={**timing.phases, "prepare_s": prepare_s}) if isinstance(timing, Timing) \
+            else timing  # fmt: skip
+
+    def _time_task(self, task: Task, candidate: Build, workdir: Path, worker: WorkerProcess) -> Timing | Crash:
         if not task.baseline:
             timing = self._alone(lambda: self._time(task, candidate, worker, paired=False))
             if isinstance(timing, Timing):

@@ -37,6 +37,7 @@ def test_a_timing_finds_every_input_set_made_before_it_holds_the_card(monkeypatc
     monkeypatch.setattr(CudaBackend, "_time", timed_phase)
     timing = backend.time(TASK, Build(True, Path("candidate.so")), 0, tmp_path, object.__new__(WorkerProcess))
     assert isinstance(timing, Timing) and timing.estimate.speedup == 2.0
+    assert timing.phases["prepare_s"] > 0 and timing.phases["lock_wait_s"] >= 0  # both before the timed phase
     assert made_while_held == [False, False]  # one making per timing configuration, both before the lock
     assert TASK.implementation(TASK.baseline).source in built  # the baseline's build is made ahead too
     backend.time(TASK, Build(True, Path("candidate.so")), 0, tmp_path, object.__new__(WorkerProcess))
