@@ -292,12 +292,17 @@ class MergeMismatchError(ValueError):
     """Results given to ``--merge`` were made with other settings."""
 
 
-def merged(earlier: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
-    """``now``'s results with ``earlier``'s seeds added where ``now`` measured nothing of them (pure)."""
-    differ = [k for k in SAME_IN_MERGED if earlier["config"].get(k) != now["config"].get(k)]
-    if earlier.get("experiment") != now["experiment"] or differ:
+def check_mergeable(earlier: Mapping[str, Any], config: Mapping[str, Any]) -> None:
+    """Raise :class:`MergeMismatchError` where results made with ``config`` could not join ``earlier`` (pure)."""
+    differ = [k for k in SAME_IN_MERGED if earlier.get("config", {}).get(k) != config.get(k)]
+    if earlier.get("experiment") != "grpo_reward_ablation" or differ:
         raise MergeMismatchError(f"the results to merge were made with other settings ({', '.join(differ)}): "
                                  "run this session with the same values, or write to a new results file")  # fmt: skip
+
+
+def merged(earlier: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
+    """``now``'s results with ``earlier``'s seeds added where ``now`` measured nothing of them (pure)."""
+    check_mergeable(earlier, now["config"])
     before = {a["name"]: a for a in earlier["arms"]}
     arms = [merge_arm(before[a["name"]], a) if a["name"] in before else a for a in now["arms"]]
     arms += [a for name, a in before.items() if name not in {b["name"] for b in now["arms"]}]  # arms run only before
@@ -306,6 +311,12 @@ def merged(earlier: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
     commands = [*earlier.get("commands", [earlier["command"]]), now["command"]]
     return {**now, "commands": commands, "complete": all(v == "done" for v in jobs.values()), "jobs": jobs,
             "config": {**now["config"], "seeds": seeds}, "arms": arms}  # fmt: skip
+
+
+def results_config(config: AblationConfig) -> dict[str, Any]:
+    """The configuration as the results file keeps it (JSON types)."""
+    return {**asdict(config), "arms": list(config.arms), "seeds": list(config.seeds),
+            "eval_splits": list(config.eval_splits)}  # fmt: skip
 
 
 def write_results(config: AblationConfig, state: dict[str, str], command: str) -> dict[str, Any]:
@@ -319,8 +330,7 @@ def write_results(config: AblationConfig, state: dict[str, str], command: str) -
         "command": command,
         "complete": all(s == "done" for s in state.values()),
         "jobs": state,
-        "config": {**asdict(config), "arms": list(config.arms), "seeds": list(config.seeds),
-                   "eval_splits": list(config.eval_splits)},  # fmt: skip
+        "config": results_config(config),
         "arms": arms,
     }
     if config.merge:
@@ -372,6 +382,8 @@ def main(argv: list[str] | None = None) -> int:
     dry = args.pop("dry_run")
     values: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in args.items()}
     config = AblationConfig(**values)
+    if config.merge:  # before any job runs: a refusal after a session's training would lose the session
+        check_mergeable(json.loads(Path(config.merge).read_text(encoding="utf-8")), results_config(config))
     jobs = plan(config)
     if dry:
         for job in jobs:

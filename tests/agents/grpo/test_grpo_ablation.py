@@ -235,3 +235,14 @@ def test_sessions_of_one_seed_each_merge_into_one_ablation():
     assert [a["name"] for a in merged(session(0, 0.25), other_arm)["arms"]] == ["cudaperf_ranker", "speedup_only"]
     with pytest.raises(MergeMismatchError, match="eval_limit"):
         merged(session(0, 0.25), session(1, 0.75, eval_limit=64))
+
+
+def test_a_merge_with_other_settings_is_refused_before_any_job_runs(tmp_path):
+    from agents.grpo.ablation import MergeMismatchError, main
+
+    earlier = tmp_path / "earlier.json"
+    earlier.write_text(json.dumps({"experiment": "grpo_reward_ablation", "config": {"steps": 10}}))
+    with pytest.raises(MergeMismatchError, match="steps"):
+        main(["--model", str(tmp_path / "no-model"), "--out", str(tmp_path / "abl"), "--steps", "4",
+              "--merge", str(earlier)])  # fmt: skip
+    assert not (tmp_path / "abl").exists()  # refused before planning: nothing ran, nothing written
