@@ -150,6 +150,8 @@ class CudaPerfEnv(gym.Env[str, str]):
         self.turn = 0
         self.last_turn = None
         self._episode_seed = int(self.np_random.integers(2**31 - 1))
+        if self.grader.measures_time:  # a timing's inputs take seconds to make: made while the agent writes
+            self.grader.evaluator.prepare([(self.task, self._episode_seed + 1)])
         self._last_text = self._observation(task_prompt(self.task, self.mode))
         return self._last_text, {"task_id": chosen, "turn": 0, "backend": self.grader.backend_name}
 

@@ -158,3 +158,34 @@ def test_split_selects_the_generated_dataset():
     assert info["task_id"] in env.tasks and len(env.tasks) > 100
     with pytest.raises(ValueError, match="split"):
         CudaPerfEnv(split="nope", backend=CpuBackend())
+
+
+class TimingCpuBackend:
+    """The CPU backend, claiming to time (as the GPU's does); no reply here gets as far as a timing."""
+
+    def __init__(self) -> None:
+        self.inner = CpuBackend(timeout_s=3.0)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    @property
+    def capabilities(self):
+        from dataclasses import replace
+
+        return replace(self.inner.capabilities, timer=self)
+
+
+@pytest.mark.parametrize("timed", [False, True])
+def test_on_a_timing_backend_reset_has_the_first_replys_grading_inputs_made_ahead(monkeypatch, timed):
+    env = CudaPerfEnv(task_dir=FIXTURES, backend=TimingCpuBackend() if timed else CpuBackend(timeout_s=3.0),
+                      max_turns=2)  # fmt: skip
+    evaluator, prepared, graded = env.grader.evaluator, [], []
+    evaluate = evaluator.evaluate
+    monkeypatch.setattr(evaluator, "prepare", lambda jobs: prepared.extend((t.id, s) for t, s in jobs))
+    monkeypatch.setattr(evaluator, "evaluate", lambda task, action, seed=0: graded.append((task.id, seed)) or
+                        evaluate(task, action, seed))  # fmt: skip
+    env.reset(seed=4, options={"task_id": SAXPY})
+    env.step("no code at all")
+    assert prepared == (graded if timed else [])  # the seed of the first step's grading; nothing where untimed
+    env.close()
