@@ -61,7 +61,9 @@ Run on the GPU machine::
 then append ``labels.jsonl`` to the committed stream (gzip) and ``cudaperf dataset card``.
 Knob variants (``dataset/variants.py``) are labelled the same way with ``--source variants``
 (tasks that have variants, every implementation of each timed together); their streams
-live next to the variant file, ``dataset/variants/labels-h200.jsonl.gz``. PyTorch-to-CUDA
+live next to the variant file, one per card (``dataset/variants/labels-h200.jsonl.gz``,
+``labels-h100.jsonl.gz``: every ``labels-*.jsonl.gz`` there is folded in; give the others as
+``--done`` so that each task's implementations are timed on one card). PyTorch-to-CUDA
 tasks with ``--kind torch2cuda`` (their implementations; the eager and torch.compile baselines
 are timed by the evaluator, ``backends/cuda/torch_baselines.py``); their streams live next to
 that data file, ``dataset/torch2cuda/labels-h200.jsonl.gz``.
