@@ -504,7 +504,7 @@ class Evaluator:
         evaluation that starts meanwhile waits for a task's work in progress, never repeats it. A
         failure here is left to the evaluations, which report it. The future is done when all is made.
         """
-        return _all_of([self._preparing.submit(self._prepare, task, seed) for task, seed in jobs])
+        return all_of([self._preparing.submit(self._prepare, task, seed) for task, seed in jobs])
 
     def _prepare(self, task: Task, seed: int) -> None:
         if self.options.mode != "native":
@@ -542,13 +542,13 @@ class Evaluator:
             shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _all_of(futures: Sequence[Future[None]]) -> Future[None]:
+def all_of(futures: Sequence[Future[Any]]) -> Future[None]:
     """A future done when every one of ``futures`` is."""
     done: Future[None] = Future()
     left = [len(futures)]
     lock = threading.Lock()
 
-    def one_done(_: Future[None]) -> None:
+    def one_done(_: Future[Any]) -> None:
         with lock:
             left[0] -= 1
             last = left[0] == 0

@@ -283,6 +283,9 @@ def device_info() -> dict[str, str]:
     return {"card": card.strip(), "driver": driver.strip()}
 
 
+EXPERIMENT = "grpo_reward_ablation"
+"""The results file's ``experiment``: what ``--merge`` accepts."""
+
 SAME_IN_MERGED = ("steps", "turns", "group", "tasks_per_step", "max_tokens", "lr", "temperature", "train_split",
                   "train_limit", "eval_splits", "eval_limit", "eval_group", "backend")  # fmt: skip
 """Settings that results combined with ``--merge`` must share (the rest, such as GPUs, may differ)."""
@@ -295,7 +298,7 @@ class MergeMismatchError(ValueError):
 def check_mergeable(earlier: Mapping[str, Any], config: Mapping[str, Any]) -> None:
     """Raise :class:`MergeMismatchError` where results made with ``config`` could not join ``earlier`` (pure)."""
     differ = [k for k in SAME_IN_MERGED if earlier.get("config", {}).get(k) != config.get(k)]
-    if earlier.get("experiment") != "grpo_reward_ablation" or differ:
+    if earlier.get("experiment") != EXPERIMENT or differ:
         raise MergeMismatchError(f"the results to merge were made with other settings ({', '.join(differ)}): "
                                  "run this session with the same values, or write to a new results file")  # fmt: skip
 
@@ -324,7 +327,7 @@ def write_results(config: AblationConfig, state: dict[str, str], command: str) -
     runs, evals = Path(config.out) / "runs", Path(config.out) / "eval"
     arms = [arm_result(a, *ARMS[a], config.seeds, config.steps, runs, evals, config.eval_splits) for a in config.arms]
     results: dict[str, Any] = {
-        "experiment": "grpo_reward_ablation",
+        "experiment": EXPERIMENT,
         "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d"),
         "device": device_info(),
         "command": command,

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from cudaperf_env.errors import BackendUnavailableError
-from cudaperf_env.evaluate import STAGES, EvalOptions, Evaluation, Evaluator
+from cudaperf_env.evaluate import STAGES, EvalOptions, Evaluation, Evaluator, all_of
 from cudaperf_env.status import Status
 from cudaperf_env.tasks.schema import Task
 from cudaperf_env.turn import Grader, RewardConfig, Turn, turn_of
@@ -192,15 +192,9 @@ class EvaluatorPool:
 
     def prepare(self, jobs: Sequence[tuple[Task, int]]) -> Future[None]:
         """:meth:`Evaluator.prepare <cudaperf_env.evaluate.Evaluator.prepare>` on every ready actor (any may grade
-        any reply). The future is done once every actor has started it; the actors make it in the background."""
-        refs = [self.actors[i].prepare.remote(list(jobs)) for i in self._ready_actors()]
-        started: Future[None] = Future()
-        try:
-            self._ray.get(refs, timeout=self.timeout_s)
-            started.set_result(None)
-        except Exception as error:  # noqa: BLE001 - a failed actor is the evaluations' to report
-            started.set_exception(error)
-        return started
+        any reply), without waiting: the future is done once every actor has started it (the actors make it in
+        the background); a busy or failed actor delays no rollout, and its evaluations report any failure."""
+        return all_of([self.actors[i].prepare.remote(list(jobs)).future() for i in self._ready_actors()])
 
     def grade_many(self, task: Task, replies: Sequence[str], previous: Sequence[Turn | None] | None = None,
                    seed: int = 0, reward: RewardConfig | None = None) -> list[Turn]:  # fmt: skip
