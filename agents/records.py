@@ -41,7 +41,8 @@ class TurnRecord:
         completion_tokens: Tokens of ``reply``.
         finish_reason: Why generation stopped: ``stop``, ``length`` (the token limit cut the reply), or "".
         generate_seconds: Wall time of the generation call that produced the reply (shared by its batch).
-        grade_seconds: Wall time of grading this turn's replies together (shared by the group).
+        grade_seconds: Wall time of grading the replies of this reply's generation call, from the first
+            submission to the last verdict (shared by the call's replies; it may overlap the generation).
         info: The turn's flat ``info`` scalars (``Turn.info()``), JSON-safe.
         version: Record format version.
     """

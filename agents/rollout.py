@@ -1,13 +1,15 @@
-"""Reflective multi-turn rollouts: G trajectories per task, each turn's replies graded together.
+"""Reflective multi-turn rollouts: G trajectories per task, each turn's replies graded concurrently.
 
 A trajectory is a conversation: system prompt, task prompt, reply, feedback,
 reply, ... At turn 1 every trajectory of a group shares the prompt, so the
 policy samples the G replies in one call (a GRPO group); later turns each
 continue their own conversation (one batched call). Each turn's G replies are
-graded together, concurrently. :func:`rollouts` does the same for several tasks
-at once (one generation call per turn over all their trajectories). A
-trajectory ends when its reply is correct (as the environment terminates) unless
-``RolloutConfig.stop_when_correct`` is off, or after ``turns`` turns.
+graded concurrently, each as soon as it is written where the policy tells of
+replies as they end (the short ones while the long ones are still generated).
+:func:`rollouts` does the same for several tasks at once (one generation call
+per turn over all their trajectories). A trajectory ends when its reply is
+correct (as the environment terminates) unless ``RolloutConfig.stop_when_correct``
+is off, or after ``turns`` turns.
 
 Rewards are the turn function's (potential-based: a turn earns its score minus
 the previous turn's, so a trajectory's rewards sum to its last score); each
@@ -17,15 +19,18 @@ turn's return is the discounted sum of the scores from it on
 
 from __future__ import annotations
 
+import math
+import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
 from agents.context import SYSTEM_PROMPT, Exchange, conversation
-from agents.policies.base import Generation, Message, Policy, Sampling
+from agents.policies.base import Generation, Message, OnReply, Policy, Sampling, streams_replies
 from agents.records import TurnRecord
-from cudaperf_env.evaluate import Evaluator
+from cudaperf_env.evaluate import Evaluation, Evaluator
 from cudaperf_env.prompt import task_prompt, turn_prompt
 from cudaperf_env.reward import RewardConfig, discounted_returns
 from cudaperf_env.tasks.schema import Task
@@ -45,6 +50,9 @@ class RolloutConfig:
         stop_when_correct: End a trajectory at its first correct reply (the environment's termination).
         system_prompt: The system message of every conversation.
         reward: The reward preset and weights.
+        grade_while_generating: Grade each reply as soon as the policy tells of it (policies that
+            ``streams_replies``: a batch's short replies are graded while its long ones are still
+            written), not after the turn's generation call; the replies and their grades are the same.
     """
 
     turns: int = 3
@@ -55,6 +63,7 @@ class RolloutConfig:
     stop_when_correct: bool = True
     system_prompt: str = SYSTEM_PROMPT
     reward: RewardConfig = field(default_factory=RewardConfig)
+    grade_while_generating: bool = True
 
     def __post_init__(self) -> None:
         if self.turns < 1 or self.group < 1:
@@ -98,8 +107,10 @@ def rollouts(policy: Policy, tasks: Sequence[Task], evaluator: Evaluator, config
     """:func:`rollout` on several tasks at once: each turn is one batched generation and one concurrent grading.
 
     Every active trajectory of every task is generated in the same policy call (at
-    turn 1 each task's prompt sampled ``group`` times), and all replies of the turn
-    are graded concurrently over the machine's cores. What grading needs whatever the
+    turn 1 each task's prompt sampled ``group`` times), and the turn's replies are
+    graded concurrently over the machine's cores, each as soon as the policy has
+    finished it where the policy says so (``grade_while_generating``), the others
+    once the call returns; the turn ends with its last verdict. What grading needs whatever the
     replies say (expected outputs, timing inputs) is made while turn 1 generates
     (:meth:`Evaluator.prepare`). The records are those :func:`rollout` gives for each
     task, in task order.
@@ -115,10 +126,13 @@ def rollouts(policy: Policy, tasks: Sequence[Task], evaluator: Evaluator, config
         sampling = config.sampling.with_seed(turn_seed(config.seed, number))
         convs = [conversation(config.system_prompt, prompts[task.id], t.history, budget, policy.count_tokens)
                  for task, t in active]  # fmt: skip
-        gens, gen_s = _generate(policy, [c[0] for c in convs], sampling, per_prompt=config.group if number == 1 else 1)
-        start = time.perf_counter()
-        graded = _grade(active, [g.text for g in gens], evaluator, config)
-        grade_s = time.perf_counter() - start
+        grading = _Grading(evaluator, [task for task, _ in active], config.seed)
+        stream = config.grade_while_generating and streams_replies(policy) and grading.submits
+        gens, gen_s = _generate(policy, [c[0] for c in convs], sampling, config.group if number == 1 else 1,
+                                grading.submit if stream else None)  # fmt: skip
+        evaluations, grade_s = grading.finish([g.text for g in gens])
+        graded = [turn_of(task, e, traj.turns[-1] if traj.turns else None, config.reward)
+                  for (task, traj), e in zip(active, evaluations, strict=True)]  # fmt: skip
         for (task, traj), (messages, dropped), gen, turn in zip(active, convs, gens, graded, strict=True):
             traj.turns.append(turn)
             traj.pending.append(dict(prompt=messages, dropped=dropped, gen=gen, gen_s=gen_s, grade_s=grade_s))
@@ -134,22 +148,57 @@ def rollouts(policy: Policy, tasks: Sequence[Task], evaluator: Evaluator, config
             for r in _records(task, i, t, policy.name, config)]  # fmt: skip
 
 
-def _grade(active: list[tuple[Task, _Trajectory]], replies: list[str], evaluator: Evaluator,
-           config: RolloutConfig) -> list[Turn]:  # fmt: skip
-    """Grade each trajectory's reply after its previous turn, all at once (threads here, actors on a Ray pool)."""
-    jobs = [(task, reply, config.seed) for (task, _), reply in zip(active, replies, strict=True)]
-    evaluations = evaluator.evaluate_batch(jobs)
-    return [turn_of(task, e, traj.turns[-1] if traj.turns else None, config.reward)
-            for (task, traj), e in zip(active, evaluations, strict=True)]  # fmt: skip
+class _Grading:
+    """One turn's replies graded as they come: each submitted to the evaluator once its text is final.
+
+    Where the evaluator has no ``submit`` (a user's own), the replies are graded together at the end
+    (``evaluate_batch``). A reply told of early whose final text differs is graded again.
+    """
+
+    def __init__(self, evaluator: Evaluator, tasks: Sequence[Task], seed: int) -> None:
+        self.evaluator, self.tasks, self.seed = evaluator, tasks, seed
+        self.submits = callable(getattr(evaluator, "submit", None))
+        self.submitted: dict[int, tuple[str, Future[Evaluation]]] = {}
+        self.started = math.inf  # the first submission
+        self._lock = threading.Lock()  # a policy may tell of replies from several threads
+
+    def submit(self, index: int, text: str) -> None:
+        """Grade reply ``index`` in the background (an :data:`~agents.policies.base.OnReply`)."""
+        future = self.evaluator.submit(self.tasks[index], text, self.seed)
+        with self._lock:
+            self.started = min(self.started, time.perf_counter())
+            self.submitted[index] = (text, future)
+
+    def finish(self, texts: Sequence[str]) -> tuple[list[Evaluation], float]:
+        """Every reply's evaluation, in order, and the wall time from the first submission to the last verdict."""
+        if not self.submits:
+            start = time.perf_counter()
+            jobs = [(task, text, self.seed) for task, text in zip(self.tasks, texts, strict=True)]
+            evaluations = self.evaluator.evaluate_batch(jobs)
+            return evaluations, time.perf_counter() - start
+        for i, text in enumerate(texts):
+            early = self.submitted.get(i)
+            if early is None or early[0] != text:
+                if early is not None:
+                    early[1].cancel()
+                self.submit(i, text)
+        evaluations = [self.submitted[i][1].result() for i in range(len(texts))]
+        return evaluations, time.perf_counter() - self.started if texts else 0.0
 
 
-def _generate(policy: Policy, messages: list[list[Message]], sampling: Sampling,
-              per_prompt: int) -> tuple[list[Generation], float]:  # fmt: skip
-    """One generation per conversation; ``per_prompt`` > 1: runs of that many equal conversations sampled at once."""
+def _generate(policy: Policy, messages: list[list[Message]], sampling: Sampling, per_prompt: int,
+              on_reply: OnReply | None = None) -> tuple[list[Generation], float]:  # fmt: skip
+    """One generation per conversation; ``per_prompt`` > 1: runs of that many equal conversations sampled at once.
+
+    ``on_reply`` (a policy that ``streams_replies``) is told of each reply by its index in ``messages``.
+    """
     start = time.perf_counter()
     firsts = messages[::per_prompt]
-    gens = [g for row in policy.generate(firsts, per_prompt, sampling) for g in row]
-    return gens, time.perf_counter() - start
+    if on_reply is None:
+        rows = policy.generate(firsts, per_prompt, sampling)
+    else:
+        rows = policy.generate(firsts, per_prompt, sampling, on_reply=on_reply)  # type: ignore[call-arg]
+    return [g for row in rows for g in row], time.perf_counter() - start
 
 
 def _records(task: Task, index: int, traj: _Trajectory, model: str, config: RolloutConfig) -> list[TurnRecord]:

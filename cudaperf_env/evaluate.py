@@ -461,6 +461,7 @@ class Evaluator:
             stages = KERNELBENCH_STAGES
         self.stages = tuple(STAGES if stages is None else stages)
         self._preparing = ThreadPoolExecutor(max_workers=2, thread_name_prefix="cudaperf-prepare")
+        self._grading = ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="cudaperf-grade")
 
     @property
     def measures_time(self) -> bool:
@@ -493,6 +494,14 @@ class Evaluator:
         workers = max(1, min(len(jobs), max_workers or os.cpu_count() or 1))
         with ThreadPoolExecutor(max_workers=workers) as pool:
             return list(pool.map(lambda job: self.evaluate(job[0], job[1], job[2]), jobs))
+
+    def submit(self, task: Task, action: str, seed: int = 0) -> Future[Evaluation]:
+        """:meth:`evaluate` in the background; its verdict's future (it never raises on bad input).
+
+        As many run at once as the machine has cores; the rest queue. A rollout submits each
+        reply as soon as the policy has written it, while the batch's other replies are generated.
+        """
+        return self._grading.submit(self.evaluate, task, action, seed)
 
     def prepare(self, jobs: Sequence[tuple[Task, int]]) -> Future[None]:
         """Make, in the background, what grading replies to each ``(task, seed)`` needs whatever they say.

@@ -70,10 +70,13 @@ class GRPOConfig:
         rollout: How a step's tasks are rolled out. ``overlapped``: each task in a thread of its own
             (``rollout_workers`` at a time), so one task's replies are graded while another's are
             generated. ``batched``: every task's turn in one generation call (tasks_per_step x group
-            sequences), then graded together: faster where generation is bound by the per-token
-            step rather than by the batch (a small model under transformers on a GPU), since
-            grading is then a small share of a step (docs/grpo.md has the H200 figures).
+            sequences), graded concurrently: faster where generation is bound by the per-token
+            step rather than by the batch (a small model under transformers on a GPU; docs/grpo.md
+            has the figures).
         rollout_workers: Tasks rolled out at once (``overlapped``).
+        grade_while_generating: Grade each reply as soon as the generator has finished it (the
+            transformers and merged generators tell of each reply at their next stop check), while
+            the call's longer replies are still written; off: after the call. Same replies, same grades.
         device: cpu, cuda or auto.
         bf16: bfloat16 autocast on CUDA (weights stay float32).
         gradient_checkpointing: Trade compute for memory on long sequences.
@@ -125,6 +128,7 @@ class GRPOConfig:
     static_cache: bool = False
     rollout: str = "overlapped"
     rollout_workers: int = 4
+    grade_while_generating: bool = True
     device: str = "auto"
     bf16: bool = True
     gradient_checkpointing: bool = False

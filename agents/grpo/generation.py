@@ -35,7 +35,7 @@ from types import MappingProxyType
 from typing import Any, Protocol
 
 from agents.errors import AgentError
-from agents.policies.base import Generation, Message, Policy, Sampling
+from agents.policies.base import Generation, Message, OnReply, Policy, Sampling, streams_replies
 
 
 def conversation_key(messages: Sequence[Message]) -> str:
@@ -65,11 +65,19 @@ class SerialPolicy:
             self.busy_seconds = 0.0
             self.token_ids = {}
 
-    def generate(self, messages_batch: Sequence[Sequence[Message]], n: int,
-                 sampling: Sampling) -> list[list[Generation]]:  # fmt: skip
+    @property
+    def streams_replies(self) -> bool:
+        """Whether the wrapped policy tells of each reply as it ends (``on_reply``)."""
+        return streams_replies(self.inner)
+
+    def generate(self, messages_batch: Sequence[Sequence[Message]], n: int, sampling: Sampling,
+                 on_reply: OnReply | None = None) -> list[list[Generation]]:  # fmt: skip
         with self._lock:
             start = time.perf_counter()
-            out = self.inner.generate(messages_batch, n, sampling)
+            if on_reply is not None and self.streams_replies:
+                out = self.inner.generate(messages_batch, n, sampling, on_reply=on_reply)  # type: ignore[call-arg]
+            else:
+                out = self.inner.generate(messages_batch, n, sampling)
             give_back_gpu_cache()
             self.busy_seconds += time.perf_counter() - start
             for messages, row in zip(messages_batch, out, strict=True):

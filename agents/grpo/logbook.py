@@ -66,9 +66,8 @@ def timing(records: Sequence[TurnRecord], rollout_s: float, gen_s: float, opt_s:
     for its grading); ``evaluation_s`` is the grading time summed over tasks (it overlaps
     generation, so it may exceed what it costs the step).
     """
-    # One grading call per key: a task's turn (overlapped rollouts), or every task's turn at once
-    # (batched rollouts: its records share the call's wall time, so summing per task would count it
-    # once per task).
+    # One grading span per key: a task's turn (overlapped rollouts), or every task's turn at once
+    # (batched rollouts: its records share the span, so summing per task would count it once per task).
     graded = {(r.turn, r.grade_seconds) for r in records}
     wait = max(0.0, rollout_s - gen_s)
     evaluation = sum(seconds for _, seconds in graded)

@@ -4,10 +4,11 @@ One step:
 
 1. sample ``tasks_per_step`` tasks (a pure function of seed and step, so a resumed run draws the same ones);
 2. roll out ``group`` trajectories of up to ``turns`` replies on each (:func:`agents.rollout.rollout`:
-   reply, execution feedback, reply ...), each turn's replies graded together by the env's
-   turn function (``cudaperf_env.turn.grade_many``, any reward preset). Tasks run in
+   reply, execution feedback, reply ...), each reply graded by the env's turn function (any
+   reward preset) as soon as the generator has finished it (``grade_while_generating``). Tasks run in
    ``rollout_workers`` threads sharing one generator, so one task's replies are graded while
-   the next task's are generated; the generator's idle time is the step's wait for evaluation;
+   the next task's are generated, or (``rollout="batched"``) in one generation call per turn;
+   the generator's idle time is the step's wait for evaluation;
 3. credit every turn with its discounted return and normalize within the task's group
    (:mod:`agents.grpo.advantages`);
 4. one sequence per graded turn, only the reply's tokens trained (:mod:`agents.grpo.batch`);
@@ -247,13 +248,13 @@ def collect(policy: SerialPolicy, tasks: Sequence[Task], grader: Grader, config:
     def rollout_config(index: int) -> RolloutConfig:
         return RolloutConfig(turns=config.turns, group=config.group, sampling=sampling, gamma=config.gamma,
                              seed=rollout_seed(config.seed, step, index), stop_when_correct=config.stop_when_correct,
-                             reward=grader.reward)  # fmt: skip
+                             reward=grader.reward, grade_while_generating=config.grade_while_generating)  # fmt: skip
 
     def one(index: int, task: Task) -> list[TurnRecord]:
         return rollout(policy, task, grader.evaluator, rollout_config(index))
 
     start = time.perf_counter()
-    if config.rollout == "batched":  # one generation call per turn over every task, then one grading
+    if config.rollout == "batched":  # one generation call per turn over every task, its replies graded as they end
         return rollouts(policy, tasks, grader.evaluator, rollout_config(0)), time.perf_counter() - start
     with ThreadPoolExecutor(max_workers=config.rollout_workers) as pool:
         done = list(pool.map(one, range(len(tasks)), tasks))

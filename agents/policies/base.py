@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol, runtime_checkable
 
@@ -108,6 +108,19 @@ class Policy(Protocol):
     def count_tokens(self, messages: Sequence[Message]) -> int:
         """Tokens of ``messages`` as the model would see them (with the chat template)."""
         ...
+
+
+OnReply = Callable[[int, str], None]
+"""Told of one reply as soon as its text is final: ``(index, text)``, where conversation ``i``'s ``j``-th
+generation of a call with ``n`` per conversation has index ``i * n + j``, and ``text`` is what the
+returned :class:`Generation` carries. Policies that can say so early have a true ``streams_replies``
+attribute and take it as ``generate(..., on_reply=...)``; it may be called from any thread, before
+``generate`` returns."""
+
+
+def streams_replies(policy: Policy) -> bool:
+    """Whether ``policy.generate`` takes ``on_reply`` and tells of each reply before the call returns."""
+    return bool(getattr(policy, "streams_replies", False))
 
 
 def check_batch(messages_batch: Sequence[Sequence[Message]], n: int) -> None:

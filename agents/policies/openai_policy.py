@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agents.errors import MissingDependencyError, PolicyError
-from agents.policies.base import Generation, Message, Sampling, check_batch
+from agents.policies.base import Generation, Message, OnReply, Sampling, check_batch
 
 
 @dataclass(frozen=True)
@@ -131,13 +131,22 @@ class OpenAIPolicy:
     def count_tokens(self, messages: Sequence[Message]) -> int:
         return sum(len(m["content"]) for m in messages) // 4 + 4 * len(messages)  # no tokenizer: ~4 chars a token
 
+    streams_replies = True  # each request's reply is told to ``on_reply`` as it arrives
+
     def generate(
-        self, messages_batch: Sequence[Sequence[Message]], n: int, sampling: Sampling
+        self, messages_batch: Sequence[Sequence[Message]], n: int, sampling: Sampling, on_reply: OnReply | None = None
     ) -> list[list[Generation]]:
         check_batch(messages_batch, n)
         jobs = [(m, sampling.with_seed(sampling.seed + j)) for m in messages_batch for j in range(n)]
+
+        def one(index: int) -> Generation:
+            generation = self._one(*jobs[index])
+            if on_reply is not None:
+                on_reply(index, generation.text)
+            return generation
+
         with ThreadPoolExecutor(max_workers=self.config.concurrency) as pool:
-            flat = list(pool.map(lambda job: self._one(*job), jobs))
+            flat = list(pool.map(one, range(len(jobs))))
         return [flat[i * n : (i + 1) * n] for i in range(len(messages_batch))]
 
     def _one(self, messages: Sequence[Message], sampling: Sampling) -> Generation:

@@ -13,7 +13,7 @@ from typing import Any
 
 from agents.errors import MissingDependencyError
 from agents.model import split_model_path
-from agents.policies.base import Generation, Message, Sampling, check_batch, stop_at_code_block_end
+from agents.policies.base import Generation, Message, OnReply, Sampling, check_batch, stop_at_code_block_end
 
 _HINT = "install the agent extra: pip install 'cudaperf-env[agent]'"
 
@@ -53,7 +53,13 @@ class TransformersPolicy:
             compiles stop once its longest prompt (its last turn's) has been seen, where buckets
             alone would compile again for every narrower one. The batch is filled to a multiple of
             ``BATCH_BUCKET`` conversations (copies of the last; their replies are dropped).
+
+    ``generate`` takes ``on_reply`` (:data:`~agents.policies.base.OnReply`): each reply is told of
+    at the first stop check after it ended (EOS, a stop string or a closed code block), while the
+    rest of the batch is still generated, so a caller can grade it meanwhile.
     """
+
+    streams_replies = True
 
     def __init__(
         self,
@@ -100,7 +106,7 @@ class TransformersPolicy:
         return len(self._encode(messages))
 
     def generate(
-        self, messages_batch: Sequence[Sequence[Message]], n: int, sampling: Sampling
+        self, messages_batch: Sequence[Sequence[Message]], n: int, sampling: Sampling, on_reply: OnReply | None = None
     ) -> list[list[Generation]]:
         """``n`` samples per conversation; the same seed and inputs give the same replies."""
         check_batch(messages_batch, n)
@@ -119,7 +125,7 @@ class TransformersPolicy:
             out = self.model.generate(
                 input_ids=ids, attention_mask=mask, num_return_sequences=n, max_new_tokens=sampling.max_tokens,
                 pad_token_id=pad, return_dict_in_generate=True, output_logits=sampling.logprobs,
-                stopping_criteria=self._stopping(sampling, width, asked * n), **_sampling_kwargs(sampling),
+                stopping_criteria=self._stopping(sampling, width, asked * n, on_reply), **_sampling_kwargs(sampling),
                 **({"cache_implementation": "static"} if self.static_cache else {}),
             )  # fmt: skip
         new = out.sequences[:, width:]  # (B * n, T_new)
@@ -137,14 +143,16 @@ class TransformersPolicy:
             encoded = encoded["input_ids"]
         return list(encoded)
 
-    def _stopping(self, sampling: Sampling, width: int, rows: int) -> Any:
+    def _stopping(self, sampling: Sampling, width: int, rows: int, on_reply: OnReply | None = None) -> Any:
         from transformers import StoppingCriteria, StoppingCriteriaList
 
-        tokenizer = self.tokenizer
+        tokenizer, policy = self.tokenizer, self
         stops = sampling.stop
+        eos = set(_eos_ids(self.model, self.tokenizer)) if on_reply is not None else set()
 
         class _Stop(StoppingCriteria):  # type: ignore[misc]
-            """Stop strings and closed code blocks, checked every STOP_CHECK_EVERY tokens on live rows only."""
+            """Stop strings and closed code blocks, checked every STOP_CHECK_EVERY tokens on live rows only;
+            each row that ended (so, too, by EOS) told to ``on_reply``."""
 
             def __init__(self) -> None:
                 self.done: list[bool] = []  # a stopped row stays stopped: generate pads it from then on
@@ -155,12 +163,16 @@ class TransformersPolicy:
                 if (input_ids.shape[1] - width) % STOP_CHECK_EVERY:  # decoding every row each token costs more
                     return input_ids.new_tensor(self.done, dtype=bool)  # than the model; overshoot is trimmed
                 live = [r for r, d in enumerate(self.done) if not d]
-                texts = tokenizer.batch_decode(input_ids[live, width:].tolist(), skip_special_tokens=True)
-                for r, text in zip(live, texts, strict=True):
+                tokens = input_ids[live, width:].tolist()
+                texts = tokenizer.batch_decode(tokens, skip_special_tokens=True)
+                for r, row, text in zip(live, tokens, texts, strict=True):
                     self.done[r] = _should_stop(text, stops, sampling.stop_after_code_block)
+                    if on_reply is not None and (self.done[r] or not eos.isdisjoint(row)):
+                        self.done[r] = True  # ended by EOS: generate pads it from here on
+                        on_reply(r, policy._generation(row, None, eos, sampling, 0).text)
                 return input_ids.new_tensor(self.done, dtype=bool)
 
-        wanted = stops or sampling.stop_after_code_block or self.static_cache
+        wanted = stops or sampling.stop_after_code_block or self.static_cache or on_reply is not None
         return StoppingCriteriaList([_Stop()]) if wanted else None
 
     def _generation(self, tokens: list[int], logprobs: list[float] | None, eos: set[int], sampling: Sampling,

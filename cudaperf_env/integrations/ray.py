@@ -27,7 +27,7 @@ import os
 import time
 import types
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -145,6 +145,7 @@ class EvaluatorPool:
         self._ready = [True] * count  # False from an actor's failure until it answers again
         self._pids = [int(d[2]) for d in described]
         self._killed: list[int | None] = [None] * count  # pid killed by the pool: its last answers do not count
+        self._submitting = ThreadPoolExecutor(count * max(1, concurrency), thread_name_prefix="cudaperf-pool")
 
     def __len__(self) -> int:
         return len(self.actors)
@@ -189,6 +190,10 @@ class EvaluatorPool:
                     results[n] = self._failed(Status.RUNTIME_ERROR, f"the evaluator actor failed: {_reason(error)}")
                     self._ready[owners[n]] = False
         return [results[n] for n in range(len(refs))]
+
+    def submit(self, task: Task, action: str, seed: int = 0) -> Future[Evaluation]:
+        """:meth:`evaluate` in the background (a thread here waits for the actor's verdict); its future."""
+        return self._submitting.submit(self.evaluate, task, action, seed)
 
     def prepare(self, jobs: Sequence[tuple[Task, int]]) -> Future[None]:
         """:meth:`Evaluator.prepare <cudaperf_env.evaluate.Evaluator.prepare>` on every ready actor (any may grade
@@ -245,6 +250,7 @@ class EvaluatorPool:
 
     def close(self) -> None:
         """Stop the actors (Ray itself stays up)."""
+        self._submitting.shutdown(wait=False, cancel_futures=True)
         for actor in self.actors:
             self._ray.kill(actor, no_restart=True)
         self.actors = []

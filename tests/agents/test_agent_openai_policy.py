@@ -146,3 +146,14 @@ def test_request_body_and_backoff_schedule():
     assert backoff_delays(ServerConfig("http://x", "m", max_retries=5, backoff_s=1, max_backoff_s=5)) == [1, 2, 4, 5, 5]
     with pytest.raises(ValueError, match="base_url must start with http"):
         ServerConfig("localhost:8000", "m")
+
+
+def test_each_reply_is_told_as_its_request_returns(serve):
+    server = serve([("sleep", 1.0, completion("slow")), (200, completion("fast"))])
+    p, _ = policy(server.url, concurrency=2)
+    told = []
+    [[slow, fast]] = p.generate([MESSAGES], 2, Sampling(), on_reply=lambda i, text: told.append((i, text)))
+    assert p.streams_replies and {slow.text, fast.text} == {"slow", "fast"}
+    by_index = [slow.text, fast.text]
+    assert [text for _, text in told] == ["fast", "slow"]  # the quick answer first, while the slow one waited
+    assert all(by_index[i] == text for i, text in told)

@@ -1,6 +1,7 @@
 """Rollouts with a scripted policy, graded for real on the CPU backend, and their JSONL records."""
 
 import json
+import threading
 from dataclasses import replace
 
 import pytest
@@ -119,9 +120,9 @@ def test_tasks_rolled_out_together_give_the_records_of_one_by_one_with_one_gener
     class Counting(ScriptedPolicy):
         calls = 0
 
-        def generate(self, messages_batch, n, sampling):
+        def generate(self, messages_batch, n, sampling, **kwargs):
             Counting.calls += 1
-            return super().generate(messages_batch, n, sampling)
+            return super().generate(messages_batch, n, sampling, **kwargs)
 
     config = RolloutConfig(turns=2, group=2, seed=3)
     one_by_one = [r for t in (TASK, other) for r in rollout(ScriptedPolicy(script), t, evaluator, config)]
@@ -145,3 +146,61 @@ def test_grading_inputs_are_made_while_the_first_turn_is_generated(evaluator, mo
     policy = ScriptedPolicy(lambda messages, j: order.append(("generate",)) or GOOD, name="script")
     rollout(policy, TASK, evaluator, RolloutConfig(turns=1, group=2, seed=5))
     assert order[:2] == [("prepare", [(TASK.id, 5)]), ("generate",)]
+
+
+class _Watched:
+    """The evaluator, with an event set once the first of its verdicts is in."""
+
+    def __init__(self, evaluator):
+        self.inner, self.first_verdict = evaluator, threading.Event()
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def evaluate(self, task, action, seed=0):
+        evaluation = self.inner.evaluate(task, action, seed)
+        self.first_verdict.set()
+        return evaluation
+
+    def submit(self, task, action, seed=0):
+        return self.inner._grading.submit(self.evaluate, task, action, seed)
+
+
+@pytest.mark.parametrize("streaming", [True, False])
+def test_replies_are_graded_while_the_rest_of_the_batch_is_written(evaluator, streaming):
+    watched = _Watched(evaluator)
+    seen_before_last = []
+
+    def script(messages, j):  # the last reply is written only once the first has its verdict, or 20 s passed
+        if j == 3:
+            seen_before_last.append(watched.first_verdict.wait(timeout=20 if streaming else 0.5))
+        return [GOOD, GARBAGE, GOOD, GARBAGE][j]
+
+    config = RolloutConfig(turns=1, group=4, seed=2, grade_while_generating=streaming)
+    records = rollout(ScriptedPolicy(script), TASK, watched, config)
+    assert seen_before_last == [streaming]
+    assert [(r.status, r.correct) for r in records] == [("ok", True), ("format_error", False)] * 2
+    assert records[0].grade_seconds == records[3].grade_seconds > 0  # one span for the turn's grading
+
+
+def test_a_reply_told_early_is_graded_again_if_its_final_text_differs(evaluator):
+    class Revising(ScriptedPolicy):  # tells of a wrong draft, then returns the right reply
+        def generate(self, messages_batch, n, sampling, on_reply=None):
+            out = super().generate(messages_batch, n, sampling)
+            on_reply(0, GARBAGE)
+            return out
+
+    records = rollout(Revising([GOOD]), TASK, evaluator, RolloutConfig(turns=1, group=1))
+    assert [(r.reply, r.status) for r in records] == [(GOOD, "ok")]
+
+
+def test_an_evaluator_without_submit_grades_a_turn_after_its_generation(evaluator):
+    class BatchOnly:  # a user's own evaluator: evaluate_batch and prepare only
+        def evaluate_batch(self, jobs):
+            return evaluator.evaluate_batch(jobs)
+
+        def prepare(self, jobs):
+            return evaluator.prepare(jobs)
+
+    records = rollout(ScriptedPolicy([GOOD, GARBAGE]), TASK, BatchOnly(), RolloutConfig(turns=1, group=2))
+    assert [r.status for r in records] == ["ok", "format_error"]

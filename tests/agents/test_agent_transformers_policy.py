@@ -138,3 +138,38 @@ def test_a_static_cache_never_pads_to_less_than_the_widest_prompt_so_far(tiny):
     for batch in ([MESSAGES], [long], [MESSAGES]):
         static.generate(batch, 1, greedy)
     assert widths[0] == 256 and widths[1] == widths[2] > 256  # the short prompt after the long one: same shape
+
+
+def test_each_reply_is_told_at_the_first_stop_check_after_it_ended(tiny):
+    policy = TransformersPolicy(tiny, device="cpu")
+    tok, width = policy.tokenizer, 2
+    eos, pad, x = tok.eos_token_id, tok.pad_token_id, tok.encode("x", add_special_tokens=False)
+
+    def row(text, end=()):  # 8 new tokens after a left-padded prompt; what follows an end is not read
+        ids = tok.encode(text, add_special_tokens=False) + list(end)
+        return [pad] * width + ids + x * (8 - len(ids))
+
+    told = []
+    stop = policy._stopping(Sampling(), width, rows=3, on_reply=lambda r, text: told.append((r, text)))[0]
+    batch = torch.tensor([row("ab", [eos]), row("```\n```"), row("``")])  # EOS; a closed block; still open
+    assert stop(batch, None).tolist() == [True, True, False]
+    assert told == [(0, "ab"), (1, "```\n```")]
+    assert stop(torch.cat([batch, batch[:, -8:]], dim=1), None).tolist() == [True, True, False]
+    assert len(told) == 2  # told once each; the open one is not told
+
+
+def test_replies_told_early_are_those_returned_and_told_while_others_are_still_written(tiny):
+    policy = TransformersPolicy(tiny, device="cpu")
+    steps = []
+    forward = policy.model.forward
+    policy.model.forward = lambda *a, **k: steps.append(1) or forward(*a, **k)  # counts token steps
+    told = {}
+    sampling = Sampling(temperature=1.0, max_tokens=48, seed=1, stop=tuple("aeiou"))
+    out = policy.generate([MESSAGES, MESSAGES[1:]], 4, sampling,
+                          on_reply=lambda r, text: told.setdefault(r, (text, len(steps))))  # fmt: skip
+    flat = [g for row in out for g in row]
+    assert told and all(flat[r].text == text for r, (text, _) in told.items())
+    assert all(flat[r].finish_reason == "stop" for r in told)
+    assert min(step for _, step in told.values()) + 8 <= len(steps)  # told while the batch went on
+    assert {r for r, g in enumerate(flat) if g.finish_reason == "stop"} == set(told)  # 48 tokens: a check at the end
+    assert 0 < len(told) < len(flat)

@@ -93,8 +93,9 @@ def test_agent_rollouts_grade_through_the_pool_and_stages_can_be_left_out(pool, 
     from agents.rollout import RolloutConfig, rollouts
 
     group = replies(saxpy)
-    records = rollouts(ScriptedPolicy(group), [saxpy], pool, RolloutConfig(turns=1, group=3))
-    assert [r.status for r in records] == ["ok", "wrong_answer", "format_error"]
+    records = rollouts(ScriptedPolicy(group), [saxpy], pool, RolloutConfig(turns=1, group=3))  # each reply
+    assert [r.status for r in records] == ["ok", "wrong_answer", "format_error"]  # submitted as it was written
+    assert str(pool.submit(saxpy, group[1], seed=0).result(timeout=120).status) == "wrong_answer"
     assert math.isfinite(pool.evaluate(saxpy, group[0]).ranker_score)
     unranked = EvaluatorPool("cpu", num_actors=1, concurrency=1, timeout_s=120, skip_stages=("rank",),
                              cpus_per_actor=0, backend_options={"timeout_s": 30})  # fmt: skip  (the 2 CPUs are taken)
