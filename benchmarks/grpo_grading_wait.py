@@ -5,7 +5,10 @@ Trains the same run twice per repeat, once with ``--grade-while-generating`` and
 cold build cache. Same model, tasks and seeds give the same replies and the same grades; only when
 grading starts differs. Reported per setting: mean step time split into generation, grading
 (wall span of each turn's grading), optimization, the wait (rollout time the generator sat idle)
-and its share of the step; last, the ratio of the two settings' waits.
+and its share of the step; last, the ratio of the two settings' waits. Grading while generating
+times kernels while the same GPU generates, so the benchmark also compares the speedups measured
+for the same replies (step 1's replies are identical in both settings): the spread of
+``log2(speedup with / speedup after)`` says how much that disturbs the timings.
 
 On a GPU, the ablation's training setup (``docs/grpo.md``) from its start model::
 
@@ -22,7 +25,9 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import math
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -57,6 +62,23 @@ def train(setting: str, repeat: int, args: argparse.Namespace, extra: list[str],
                          for r in rows]}  # fmt: skip
 
 
+def first_step_speedups(run_dir: Path) -> dict[tuple, float]:
+    """Step 1's measured speedups by reply: ``(task, trajectory, turn, reply) -> speedup``."""
+    from agents.records import read_records
+
+    return {(r.task_id, r.trajectory, r.turn, r.reply): r.speedup
+            for r in read_records(run_dir / "trajectories" / "step-000001.jsonl") if r.speedup}  # fmt: skip
+
+
+def speedup_agreement(stream: dict[tuple, float], after: dict[tuple, float]) -> dict[str, Any]:
+    """How the speedups of the replies timed in both settings differ: ``log2(stream / after)``."""
+    logs = [math.log2(stream[k] / after[k]) for k in stream.keys() & after.keys()]
+    if not logs:
+        return {"replies": 0}
+    return {"replies": len(logs), "median_log2": statistics.median(logs),
+            "median_abs_log2": statistics.median(map(abs, logs)), "max_abs_log2": max(map(abs, logs))}
+
+
 def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Each setting's means over its runs, and the ratio of the waits (stream / after)."""
     means = {s: {k: sum(r[k] for r in runs if r["setting"] == s) / max(1, sum(r["setting"] == s for r in runs))
@@ -76,6 +98,7 @@ def print_table(result: dict[str, Any]) -> None:
         table.add_row(s, *(f"{result['summary'][s][k]:.2f}" for k in KEYS))
     Console(width=160).print(table)
     print(f"wait ratio stream / after: {result['summary']['wait_ratio_stream_over_after']}")
+    print(f"speedups of the same replies, log2(stream / after), per repeat: {result['speedup_agreement']}")
 
 
 def main() -> None:
@@ -87,16 +110,19 @@ def main() -> None:
     parser.add_argument("--json", help="write the results here")
     args, extra = parser.parse_known_args()
     extra = [a for a in extra if a != "--"]
-    runs = []
+    runs, agreement = [], []
     with tempfile.TemporaryDirectory(prefix="grpo-grading-wait-") as tmp:
         for repeat in range(args.repeats):
             order = ("stream", "after") if repeat % 2 == 0 else ("after", "stream")
             runs += [train(s, repeat, args, extra, Path(tmp)) for s in order]
+            speedups = {s: first_step_speedups(Path(tmp) / f"{s}-{repeat}") for s in SETTINGS}
+            agreement.append(speedup_agreement(speedups["stream"], speedups["after"]))
     from agents.grpo.ablation import device_info
 
     result = {"benchmark": "grpo_grading_wait", "date": datetime.date.today().isoformat(), "device": device_info(),
               "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]), "steps": args.steps,
-              "repeats": args.repeats, "runs": runs, "summary": summary(runs)}  # fmt: skip
+              "repeats": args.repeats, "runs": runs, "summary": summary(runs),
+              "speedup_agreement": agreement}  # fmt: skip
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print_table(result)

@@ -24,8 +24,9 @@ def start_model(tmp_path_factory):
                               tmp_path_factory.mktemp("start"))  # fmt: skip
 
 
-@pytest.mark.parametrize("generator", ["transformers", "vllm"])
-def test_two_grpo_steps_on_the_gpu(tmp_path, start_model, generator):
+@pytest.mark.parametrize(("generator", "rollout"), [("transformers", "overlapped"), ("merged", "batched"),
+                                                    ("vllm", "overlapped")])  # fmt: skip
+def test_two_grpo_steps_on_the_gpu(tmp_path, start_model, generator, rollout):
     if generator == "vllm":
         pytest.importorskip("vllm", reason="needs vLLM: pip install 'cudaperf-env[vllm]'")
     from agents.grpo.config import GRPOConfig
@@ -34,7 +35,7 @@ def test_two_grpo_steps_on_the_gpu(tmp_path, start_model, generator):
 
     config = GRPOConfig(out=str(tmp_path), model=str(start_model), split="train", preset="cudaperf", turns=2,
                         group=4, tasks_per_step=4, steps=2, max_tokens=384, backend="cuda", device="cuda",
-                        generator=generator, rollout_workers=2, save_every=1, progress=False,
+                        generator=generator, rollout=rollout, rollout_workers=2, save_every=1, progress=False,
                         tensorboard=False)  # fmt: skip
     result = train(config)
     assert result.stopped == "done" and (tmp_path / "final" / "adapter_config.json").is_file()
