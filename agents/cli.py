@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
+from agents.card import share_card_with_timings
 from agents.records import TurnRecord
 
 
@@ -153,6 +154,7 @@ def _roll(args: argparse.Namespace, out: Path, show: bool, console: Console) -> 
     with console.status(f"loading the {args.policy} policy ..."):
         policy = _policy(args)
     evaluator = _evaluator(args.backend, args.ray)
+    share_card_with_timings(policy, evaluator)  # a local model on the grading card: timings still alone
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console) as progress:
         bar = progress.add_task("turns", total=len(tasks) * config.turns)

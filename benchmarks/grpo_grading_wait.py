@@ -1,18 +1,20 @@
 """How long a GRPO step waits for grading: replies graded as they are written, or after each generation call.
 
-Trains the same run twice per repeat, once with ``--grade-while-generating`` and once with
-``--no-grade-while-generating`` (alternating which goes first), each in a process of its own with a
-cold build cache. Same model, tasks and seeds give the same replies and the same grades; only when
-grading starts differs. Reported per setting: mean step time split into generation, grading
-(wall span of each turn's grading), optimization, the wait (rollout time the generator sat idle)
-and its share of the step; last, the ratio of the two settings' waits. Grading while generating
-times kernels while the same GPU generates, so the benchmark also compares the speedups measured
-for the same replies (step 1's replies are identical in both settings): the spread of
-``log2(speedup with / speedup after)`` says how much that disturbs the timings.
+Trains the same run once per setting and repeat (``--settings``, :data:`SETTINGS`: ``stream``
+grades while generating, ``after`` after each call, ``beside`` as ``stream`` without pausing the
+generation for timings; the order reversed every other repeat), each in a process of its own
+with a cold build cache. Same model, tasks and seeds give the same replies and the same grades;
+only when grading starts differs. Reported per setting: mean step time split into generation,
+grading (wall span of each turn's grading), optimization, the wait (rollout time the generator
+sat idle) and its share of the step; last, each setting's wait over ``after``'s. Grading while generating
+would time kernels while the same GPU generates (``beside``) unless generation pauses for each
+timing (``stream``: ``timings_alone``), so the benchmark also compares the speedups measured for
+the same replies (step 1's replies are identical in every setting): the spread of
+``log2(speedup in the setting / speedup after)`` says how much a setting disturbs the timings.
 
 On a GPU, the ablation's training setup (``docs/grpo.md``) from its start model::
 
-    python benchmarks/grpo_grading_wait.py --model /tmp/abl/start --steps 2 \\
+    python benchmarks/grpo_grading_wait.py --model /tmp/abl/start --steps 2 --settings stream after beside \\
         --json benchmarks/results/grpo_grading_wait_h100.json -- --backend cuda --generator merged \\
         --no-static-cache --rollout batched --group 8 --tasks-per-step 4 --max-tokens 768 --lr 5e-5 \\
         --temperature 0.7 --preset cudaperf
@@ -34,7 +36,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-SETTINGS = {"stream": "--grade-while-generating", "after": "--no-grade-while-generating"}
+SETTINGS = {"stream": ["--grade-while-generating", "--timings-alone"],
+            "after": ["--no-grade-while-generating", "--timings-alone"],
+            "beside": ["--grade-while-generating", "--no-timings-alone"]}
+"""Each setting's trainer flags: ``beside`` also lets timings run beside the generation (no pauses)."""
 KEYS = ("step_s", "generation_s", "evaluation_s", "optimization_s", "eval_wait_s", "eval_wait_share",
         "eval_hidden_share")  # fmt: skip
 
@@ -46,7 +51,7 @@ def train(setting: str, repeat: int, args: argparse.Namespace, extra: list[str],
     out = root / f"{setting}-{repeat}"
     command = [sys.executable, "-m", "agents.grpo.trainer", "--out", str(out), "--model", args.model,
                "--steps", str(args.steps), "--seed", str(args.seed), "--save-every", str(args.steps),
-               "--no-progress", "--no-tensorboard", SETTINGS[setting], *extra]  # fmt: skip
+               "--no-progress", "--no-tensorboard", *SETTINGS[setting], *extra]  # fmt: skip
     env = {**os.environ, "CUDAPERF_CACHE_DIR": str(root / f"cache-{setting}-{repeat}")}  # cold builds each run
     log = out.with_suffix(".log")
     with log.open("w") as f:
@@ -80,11 +85,12 @@ def speedup_agreement(stream: dict[tuple, float], after: dict[tuple, float]) -> 
 
 
 def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Each setting's means over its runs, and the ratio of the waits (stream / after)."""
-    means = {s: {k: sum(r[k] for r in runs if r["setting"] == s) / max(1, sum(r["setting"] == s for r in runs))
-                 for k in KEYS} for s in SETTINGS}  # fmt: skip
-    after = means["after"]["eval_wait_s"]
-    return {**means, "wait_ratio_stream_over_after": means["stream"]["eval_wait_s"] / after if after else None}
+    """Each setting's means over its runs, and the ratio of each setting's wait to ``after``'s."""
+    settings = list(dict.fromkeys(r["setting"] for r in runs))
+    means = {s: {k: sum(r[k] for r in runs if r["setting"] == s) / sum(r["setting"] == s for r in runs)
+                 for k in KEYS} for s in settings}  # fmt: skip
+    after = means.get("after", {}).get("eval_wait_s")
+    return {**means, "wait_over_after": {s: means[s]["eval_wait_s"] / after for s in settings if after}}
 
 
 def print_table(result: dict[str, Any]) -> None:
@@ -94,11 +100,11 @@ def print_table(result: dict[str, Any]) -> None:
     table = Table(title=f"GRPO step, means over {result['steps']} steps x {result['repeats']} runs (seconds)")
     for column in ("setting", *KEYS):
         table.add_column(column, justify="left" if column == "setting" else "right")
-    for s in SETTINGS:
+    for s in result["settings"]:
         table.add_row(s, *(f"{result['summary'][s][k]:.2f}" for k in KEYS))
     Console(width=160).print(table)
-    print(f"wait ratio stream / after: {result['summary']['wait_ratio_stream_over_after']}")
-    print(f"speedups of the same replies, log2(stream / after), per repeat: {result['speedup_agreement']}")
+    print(f"wait over after's: {result['summary']['wait_over_after']}")
+    print(f"speedups of the same replies, log2(setting / after), per repeat: {result['speedup_agreement']}")
 
 
 def main() -> None:
@@ -107,19 +113,23 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=1, help="runs per setting (alternating which goes first)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=["stream", "after"],
+                        help="what to compare (the speedups are compared with after's; default: stream after)")
     parser.add_argument("--json", help="write the results here")
     args, extra = parser.parse_known_args()
     extra = [a for a in extra if a != "--"]
     runs, agreement = [], []
     with tempfile.TemporaryDirectory(prefix="grpo-grading-wait-") as tmp:
         for repeat in range(args.repeats):
-            order = ("stream", "after") if repeat % 2 == 0 else ("after", "stream")
+            order = args.settings if repeat % 2 == 0 else args.settings[::-1]
             runs += [train(s, repeat, args, extra, Path(tmp)) for s in order]
-            speedups = {s: first_step_speedups(Path(tmp) / f"{s}-{repeat}") for s in SETTINGS}
-            agreement.append(speedup_agreement(speedups["stream"], speedups["after"]))
+            speedups = {s: first_step_speedups(Path(tmp) / f"{s}-{repeat}") for s in args.settings}
+            agreement.append({s: speedup_agreement(speedups[s], speedups["after"])
+                              for s in args.settings if s != "after" and "after" in speedups})  # fmt: skip
     from agents.grpo.ablation import device_info
 
     result = {"benchmark": "grpo_grading_wait", "date": datetime.date.today().isoformat(), "device": device_info(),
+              "settings": args.settings,
               "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]), "steps": args.steps,
               "repeats": args.repeats, "runs": runs, "summary": summary(runs),
               "speedup_agreement": agreement}  # fmt: skip

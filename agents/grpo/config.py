@@ -77,6 +77,10 @@ class GRPOConfig:
         grade_while_generating: Grade each reply as soon as the generator has finished it (the
             transformers and merged generators tell of each reply at their next stop check), while
             the call's longer replies are still written; off: after the call. Same replies, same grades.
+        timings_alone: Where replies are timed on the card the model is on (GPU backend, same device),
+            generation and optimization hold the card's lock shared and let each waiting timing
+            through between token steps and micro-batches, so no timing runs beside them
+            (``agents/card.py``). Off: they run beside timings (faster, noisier speedups).
         device: cpu, cuda or auto.
         bf16: bfloat16 autocast on CUDA (weights stay float32).
         gradient_checkpointing: Trade compute for memory on long sequences.
@@ -129,6 +133,7 @@ class GRPOConfig:
     rollout: str = "overlapped"
     rollout_workers: int = 4
     grade_while_generating: bool = True
+    timings_alone: bool = True
     device: str = "auto"
     bf16: bool = True
     gradient_checkpointing: bool = False

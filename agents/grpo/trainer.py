@@ -32,7 +32,7 @@ import json
 import math
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +40,7 @@ from typing import Any
 
 import torch
 
+from agents.card import card_hold, share_card_with_timings, timings_lock
 from agents.errors import MissingDependencyError
 from agents.grpo.advantages import group_advantages
 from agents.grpo.batch import Sample, chunks, collate, turn_sample
@@ -123,6 +124,9 @@ def train(config: GRPOConfig, *, model: Any = None, tokenizer: Any = None, tasks
         model, tokenizer, device=device, name=config.model or "embedded", model_path=config.model, out=out,
         lora=config.lora_r > 0, memory=config.vllm_memory, seed=config.seed, context_window=None,
         static_cache=config.static_cache)  # fmt: skip
+    card = timings_lock(evaluator, device) if config.timings_alone else None  # timings alone on a shared card
+    if card is not None and policy is None:
+        share_card_with_timings(generator.policy, evaluator)
     serial = SerialPolicy(generator.policy)
     book = Logbook(out, config.steps, config.tensorboard, config.progress, step)
     if ckpt is not None:
@@ -149,7 +153,9 @@ def train(config: GRPOConfig, *, model: Any = None, tokenizer: Any = None, tasks
             model.train()
             torch.manual_seed(config.seed * 1_000_003 + step)  # dropout etc.: the same after a resume
             lr = config.lr * min(1.0, (step + 1) / config.warmup) if config.warmup else config.lr
-            stats = optimize(model, reference, optimizer, params, samples, config, device, tokenizer.pad_token_id, lr)
+            with card_hold(card) as hold:
+                stats = optimize(model, reference, optimizer, params, samples, config, device, tokenizer.pad_token_id,
+                                 lr, between=hold.let_through if hold is not None else None)  # fmt: skip
             opt_s = time.perf_counter() - t1
             memory["memory/optimization_peak_gb"] = release_gpu_memory()
             step += 1
@@ -279,8 +285,12 @@ def build_samples(records: Sequence[TurnRecord], tokenizer: Any, token_ids: dict
 
 
 def optimize(model: Any, reference: Any, optimizer: Any, params: list[Any], samples: Sequence[Sample],
-             config: GRPOConfig, device: str, pad_id: int, lr: float) -> dict[str, float]:  # fmt: skip
-    """``minibatches`` optimizer updates over the step's sequences; returns the loss terms' scalars."""
+             config: GRPOConfig, device: str, pad_id: int, lr: float,
+             between: Callable[[], object] | None = None) -> dict[str, float]:  # fmt: skip
+    """``minibatches`` optimizer updates over the step's sequences; returns the loss terms' scalars.
+
+    ``between`` is called after each micro-batch (to let a waiting timing have the card).
+    """
     if not samples:  # every reply was empty: nothing to train on this step
         return {"lr": lr, "sequences": 0.0, "skipped": 1.0}
     if config.kl_beta == 0 and all(s.advantage == 0 for s in samples):
@@ -307,6 +317,8 @@ def optimize(model: Any, reference: Any, optimizer: Any, params: list[Any], samp
             terms = grpo_loss(logp, old, ref, batch["advantages"], batch["mask"], w, entropy,
                               clip_low=config.clip_low, clip_high=config.clip_high, kl_beta=config.kl_beta)  # fmt: skip
             terms.loss.backward()
+            if between is not None:
+                between()
             for key, value in (("loss/total", float(terms.loss.detach())), ("loss/policy", terms.policy),
                                ("kl", terms.kl), ("entropy", terms.entropy), ("clip_fraction", terms.clip_fraction)):
                 totals[key] += value / len(parts)

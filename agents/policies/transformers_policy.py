@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from agents.card import card_hold
 from agents.errors import MissingDependencyError
 from agents.model import split_model_path
 from agents.policies.base import Generation, Message, OnReply, Sampling, check_batch, stop_at_code_block_end
@@ -57,9 +58,16 @@ class TransformersPolicy:
     ``generate`` takes ``on_reply`` (:data:`~agents.policies.base.OnReply`): each reply is told of
     at the first stop check after it ended (EOS, a stop string or a closed code block), while the
     rest of the batch is still generated, so a caller can grade it meanwhile.
+
+    Attributes:
+        timings_lock: The card's lock (``CudaBackend.gpu_lock``) where replies are timed on the card
+            this model generates on (:func:`agents.card.share_card_with_timings` sets it): generation
+            holds it shared and lets a waiting timing through at each stop check, so no timing runs
+            beside the generation. None: generation ignores timings.
     """
 
     streams_replies = True
+    timings_lock: Any = None
 
     def __init__(
         self,
@@ -121,12 +129,12 @@ class TransformersPolicy:
         ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts], device=self.device)  # (B, T) left-padded
         mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=self.device)
         torch.manual_seed(sampling.seed)
-        with torch.no_grad():
+        with torch.no_grad(), card_hold(self.timings_lock) as hold:
             out = self.model.generate(
                 input_ids=ids, attention_mask=mask, num_return_sequences=n, max_new_tokens=sampling.max_tokens,
                 pad_token_id=pad, return_dict_in_generate=True, output_logits=sampling.logprobs,
-                stopping_criteria=self._stopping(sampling, width, asked * n, on_reply), **_sampling_kwargs(sampling),
-                **({"cache_implementation": "static"} if self.static_cache else {}),
+                stopping_criteria=self._stopping(sampling, width, asked * n, on_reply, hold),
+                **_sampling_kwargs(sampling), **({"cache_implementation": "static"} if self.static_cache else {}),
             )  # fmt: skip
         new = out.sequences[:, width:]  # (B * n, T_new)
         logprobs = _token_logprobs(torch, out.logits, new) if sampling.logprobs else None
@@ -143,7 +151,8 @@ class TransformersPolicy:
             encoded = encoded["input_ids"]
         return list(encoded)
 
-    def _stopping(self, sampling: Sampling, width: int, rows: int, on_reply: OnReply | None = None) -> Any:
+    def _stopping(self, sampling: Sampling, width: int, rows: int, on_reply: OnReply | None = None,
+                  hold: Any = None) -> Any:  # fmt: skip
         from transformers import StoppingCriteria, StoppingCriteriaList
 
         tokenizer, policy = self.tokenizer, self
@@ -152,7 +161,7 @@ class TransformersPolicy:
 
         class _Stop(StoppingCriteria):  # type: ignore[misc]
             """Stop strings and closed code blocks, checked every STOP_CHECK_EVERY tokens on live rows only;
-            each row that ended (so, too, by EOS) told to ``on_reply``."""
+            each row that ended (so, too, by EOS) told to ``on_reply``; a waiting timing let through (``hold``)."""
 
             def __init__(self) -> None:
                 self.done: list[bool] = []  # a stopped row stays stopped: generate pads it from then on
@@ -162,6 +171,8 @@ class TransformersPolicy:
                     self.done = [r >= rows for r in range(input_ids.shape[0])]
                 if (input_ids.shape[1] - width) % STOP_CHECK_EVERY:  # decoding every row each token costs more
                     return input_ids.new_tensor(self.done, dtype=bool)  # than the model; overshoot is trimmed
+                if hold is not None:
+                    hold.let_through()
                 live = [r for r, d in enumerate(self.done) if not d]
                 tokens = input_ids[live, width:].tolist()
                 texts = tokenizer.batch_decode(tokens, skip_special_tokens=True)
@@ -172,7 +183,7 @@ class TransformersPolicy:
                         on_reply(r, policy._generation(row, None, eos, sampling, 0).text)
                 return input_ids.new_tensor(self.done, dtype=bool)
 
-        wanted = stops or sampling.stop_after_code_block or self.static_cache or on_reply is not None
+        wanted = stops or sampling.stop_after_code_block or self.static_cache or (on_reply or hold) is not None
         return StoppingCriteriaList([_Stop()]) if wanted else None
 
     def _generation(self, tokens: list[int], logprobs: list[float] | None, eos: set[int], sampling: Sampling,

@@ -29,7 +29,7 @@ import os
 import re
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from types import TracebackType
@@ -158,3 +158,61 @@ class DeviceLock:
 
     def __repr__(self) -> str:
         return f"DeviceLock({str(self.path)!r})"
+
+
+class SharedHold:
+    """The card held shared through long GPU work that no grader does (a trainer's generation or optimization).
+
+    Such work would otherwise run beside a timing and slow it. Held shared, it keeps timings out
+    until it calls :meth:`let_through` (between token steps, between micro-batches), which, when a
+    timing waits, lets go of the card and takes it again after the timing: the work pauses for
+    the timing instead of running beside it. Correctness runs share the card with it as with each other.
+
+    Usage: ``with SharedHold(backend.gpu_lock, drain=torch.cuda.synchronize) as hold: ...; hold.let_through()``
+
+    Args:
+        lock: The card's lock.
+        drain: Called before letting go (GPU work is queued: ``torch.cuda.synchronize`` waits for it to finish).
+    """
+
+    def __init__(self, lock: DeviceLock, drain: Callable[[], object] | None = None) -> None:
+        self.lock, self.drain = lock, drain
+        self._fd: int | None = None
+        self._gate: int | None = None
+
+    def __enter__(self) -> SharedHold:
+        self._gate = self.lock._open(".turnstile")
+        self._fd = self.lock._acquire(exclusive=False)
+        return self
+
+    def let_through(self) -> bool:
+        """Let a waiting exclusive holder have the card, then hold it again; whether one was waiting."""
+        if self._fd is None or not self._someone_waits():
+            return False
+        if self.drain is not None:
+            self.drain()
+        self._release()
+        self._fd = self.lock._acquire(exclusive=False)
+        return True
+
+    def _someone_waits(self) -> bool:
+        """Whether a holder waits at the turnstile (an exclusive one waits there until it has the card)."""
+        assert self._gate is not None
+        try:
+            fcntl.flock(self._gate, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(self._gate, fcntl.LOCK_UN)
+        return False
+
+    def _release(self) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None) -> None:
+        self._release()
+        if self._gate is not None:
+            os.close(self._gate)
+            self._gate = None

@@ -177,11 +177,14 @@ def test_gradient_accumulation_gives_the_full_batch_gradient_and_kl_runs_through
         params = [p for p in model.parameters() if p.requires_grad]
         before = [p.detach().clone() for p in params]
         cfg = GRPOConfig(micro_batch=micro_batch, max_grad_norm=0.0, device="cpu", **changes)
-        stats = optimize(model, None, torch.optim.SGD(params, lr=1.0), params, samples, cfg, "cpu", 0, 1.0)
+        stats = optimize(model, None, torch.optim.SGD(params, lr=1.0), params, samples, cfg, "cpu", 0, 1.0,
+                         between=lambda: calls.append(micro_batch))  # fmt: skip
         return [p.detach() - b for p, b in zip(params, before, strict=True)], stats
 
+    calls = []
     whole, stats = deltas(4)
     pieces, _ = deltas(1)
+    assert calls == [4, 1, 1, 1, 1]  # after every micro-batch (a waiting timing may have the card there)
     assert any(d.abs().sum() > 0 for d in whole)
     for a, b in zip(whole, pieces, strict=True):  # float32 sums in another order: rounding, not a wrong scale
         assert torch.allclose(a, b, rtol=1e-4, atol=1e-5)

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from cudaperf_env.backends.cuda.device_lock import DeviceLock, device_identity, visible_device
+from cudaperf_env.backends.cuda.device_lock import DeviceLock, SharedHold, device_identity, visible_device
 
 
 def test_cuda_visible_devices_maps_indices_to_physical_cards():
@@ -160,6 +160,50 @@ def test_threads_share_for_runs_and_take_turns_for_timings(tmp_path):
         for t in threads:
             t.join(20)
     assert most == {"shared": 4, "exclusive": 1}
+
+
+def test_long_shared_work_keeps_a_timing_out_until_it_lets_it_through_then_waits_for_it(tmp_path):
+    lock, events = DeviceLock("card", tmp_path), []
+
+    def timing():
+        with lock:
+            events.append("timing")
+            time.sleep(0.3)
+            events.append("timing done")
+
+    def run():  # a correctness run shares the card with the work
+        with lock.shared():
+            events.append("run")
+
+    with SharedHold(lock) as hold:
+        assert not hold.let_through()  # nobody waits: it keeps the card
+        runner = threading.Thread(target=run)
+        runner.start()
+        runner.join(5)
+        assert events == ["run"]
+        waiting = threading.Thread(target=timing)
+        waiting.start()
+        time.sleep(0.4)
+        assert events == ["run"]  # the timing waits for the work's next let_through
+        assert hold.let_through()  # it ran in between; the work holds the card again after it
+        events.append("work")
+    waiting.join(5)
+    assert events == ["run", "timing", "timing done", "work"]
+
+
+def test_a_timing_in_another_process_gets_the_card_at_the_next_let_through(tmp_path):
+    lock = DeviceLock("card", tmp_path / "locks")
+    with SharedHold(lock) as hold:
+        timing = _start(tmp_path, "timing", exclusive=True)
+        assert not _acquired(tmp_path, "timing", within=0.5)
+        let_through = threading.Thread(target=hold.let_through)
+        let_through.start()
+        assert _acquired(tmp_path, "timing")
+        time.sleep(0.2)
+        assert let_through.is_alive()  # the work waits while the timing has the card
+        _release(tmp_path, (timing, "timing"))
+        let_through.join(5)
+        assert not let_through.is_alive()
 
 
 @pytest.mark.gpu
