@@ -1,5 +1,7 @@
 """A model and the graders that time its replies on one card: which lock, and generation letting timings through."""
 
+import fcntl
+import os
 import threading
 import time
 from types import SimpleNamespace
@@ -10,6 +12,23 @@ from agents.card import share_card_with_timings, timings_lock
 from cudaperf_env.backends import make_backend
 from cudaperf_env.backends.cuda.backend import CudaBackend
 from cudaperf_env.backends.cuda.device_lock import DeviceLock
+
+
+def waits_for_the_card(lock, timeout=20.0):
+    """Whether a holder comes to wait at the lock's turnstile (a timing waits there for the card) in time."""
+    fd = os.open(lock.path.with_suffix(".turnstile"), os.O_RDWR | os.O_CREAT)
+    try:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            except BlockingIOError:
+                return True
+            time.sleep(0.01)
+        return False
+    finally:
+        os.close(fd)
 
 
 def test_the_lock_is_the_timing_cards_when_the_model_is_on_it():
@@ -60,7 +79,7 @@ def test_generation_pauses_for_a_waiting_timing_at_a_stop_check(tmp_path, tiny_t
         steps.append(1)
         if len(steps) == 3:
             threading.Thread(target=timing).start()
-            time.sleep(0.2)  # the timing is waiting now
+            assert waits_for_the_card(lock)
         return forward(*args, **kwargs)
 
     policy.model.forward = counted
