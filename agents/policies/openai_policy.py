@@ -111,7 +111,11 @@ class OpenAIPolicy:
     Args:
         config: The server and the retry policy.
         sleep: Waits between retries (tests pass a no-op).
+
+    Each reply is told to ``generate``'s ``on_reply`` as soon as its request returns.
     """
+
+    streams_replies = True
 
     def __init__(self, config: ServerConfig, sleep: Callable[[float], None] = time.sleep) -> None:
         try:
@@ -130,8 +134,6 @@ class OpenAIPolicy:
 
     def count_tokens(self, messages: Sequence[Message]) -> int:
         return sum(len(m["content"]) for m in messages) // 4 + 4 * len(messages)  # no tokenizer: ~4 chars a token
-
-    streams_replies = True  # each request's reply is told to ``on_reply`` as it arrives
 
     def generate(
         self, messages_batch: Sequence[Sequence[Message]], n: int, sampling: Sampling, on_reply: OnReply | None = None
