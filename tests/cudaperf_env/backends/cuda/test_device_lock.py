@@ -183,7 +183,7 @@ def test_long_shared_work_keeps_a_timing_out_until_it_lets_it_through_then_waits
         assert events == ["run"]
         waiting = threading.Thread(target=timing)
         waiting.start()
-        assert _wait_for(lambda: hold._someone_waits())  # the timing waits at the turnstile
+        assert _wait_for(lambda: lock.waited_on())  # the timing waits at the turnstile
         time.sleep(0.2)
         assert events == ["run"]  # and keeps waiting until the work's next let_through
         assert hold.let_through()  # it ran in between; the work holds the card again after it
@@ -196,7 +196,7 @@ def test_a_timing_in_another_process_gets_the_card_at_the_next_let_through(tmp_p
     lock = DeviceLock("card", tmp_path / "locks")
     with SharedHold(lock) as hold:
         timing = _start(tmp_path, "timing", exclusive=True)
-        assert _wait_for(lambda: hold._someone_waits()) and not _acquired(tmp_path, "timing", within=0.5)
+        assert _wait_for(lambda: lock.waited_on()) and not _acquired(tmp_path, "timing", within=0.5)
         let_through = threading.Thread(target=hold.let_through)
         let_through.start()
         assert _acquired(tmp_path, "timing")
