@@ -17,13 +17,15 @@ sees only that device; each actor keeps its build cache in its own folder
 Failures never hang the caller: a submission whose actor died is answered with a
 ``runtime_error`` verdict, one that runs past ``timeout_s`` with ``timeout`` (its
 actor is killed to stop it); Ray restarts dead actors (``max_restarts``) and the
-pool goes on with them.
+pool goes on with them. A submission that shared an actor the pool killed for
+another's timeout is not at fault: it is sent again, once, to a live actor.
 """
 
 from __future__ import annotations
 
 import copyreg
 import os
+import threading
 import time
 import types
 from collections.abc import Mapping, Sequence
@@ -141,7 +143,9 @@ class EvaluatorPool:
         described = ray.get([a.describe.remote() for a in self.actors])
         self.backend = PoolBackend(described[0][0])
         self.measures_time = bool(described[0][1])
-        self._in_flight = [0] * count
+        self._in_flight = [0] * count  # submissions sent to each actor and not yet answered (under _books)
+        self._kills = [0] * count  # how often the pool killed each actor (under _books)
+        self._books = threading.Lock()  # submit's threads dispatch and answer at once
         self._ready = [True] * count  # False from an actor's failure until it answers again
         self._pids = [int(d[2]) for d in described]
         self._killed: list[int | None] = [None] * count  # pid killed by the pool: its last answers do not count
@@ -161,15 +165,21 @@ class EvaluatorPool:
 
     def evaluate_batch(self, jobs: Sequence[tuple[Task, str, int]]) -> list[Evaluation]:
         """Judge ``(task, action, seed)`` jobs of any tasks across the actors, in order; never raises on a job."""
+        return self._evaluate_jobs(jobs, resend=True)
+
+    def _evaluate_jobs(self, jobs: Sequence[tuple[Task, str, int]], resend: bool) -> list[Evaluation]:
         ray = self._ray
-        refs, owners = [], []
+        refs, owners, kills = [], [], []
         ready = self._ready_actors() if jobs else []
-        for task, action, seed in jobs:
-            i = min(ready, key=lambda k: self._in_flight[k])
-            self._in_flight[i] += 1
-            refs.append(self.actors[i].evaluate.remote(task, action if isinstance(action, str) else "", seed))
-            owners.append(i)
+        with self._books:
+            for task, action, seed in jobs:
+                i = min(ready, key=lambda k: self._in_flight[k])
+                self._in_flight[i] += 1
+                refs.append(self.actors[i].evaluate.remote(task, action if isinstance(action, str) else "", seed))
+                owners.append(i)
+                kills.append(self._kills[i])
         results: dict[int, Evaluation] = {}
+        again: list[int] = []  # jobs whose actor the pool killed for another job's timeout
         index = {ref: n for n, ref in enumerate(refs)}
         pending = list(refs)
         deadline = time.monotonic() + self.timeout_s
@@ -178,18 +188,29 @@ class EvaluatorPool:
             if not done:
                 for ref in pending:
                     results[index[ref]] = self._failed(Status.TIMEOUT, f"no verdict within {self.timeout_s:g} s")
+                self._answered([owners[index[ref]] for ref in pending])
                 for i in sorted({owners[index[ref]] for ref in pending}):
                     self._restart(i)  # stops the stuck evaluation; Ray starts the actor again
                 break
             for ref in done:
                 n = index[ref]
-                self._in_flight[owners[n]] -= 1
+                self._answered([owners[n]])
                 try:
                     results[n] = ray.get(ref)
                 except Exception as error:  # noqa: BLE001  (an actor death or crash is a verdict)
+                    if resend and self._kills[owners[n]] != kills[n]:
+                        again.append(n)
+                        continue
                     results[n] = self._failed(Status.RUNTIME_ERROR, f"the evaluator actor failed: {_reason(error)}")
                     self._ready[owners[n]] = False
+        if again:
+            results.update(zip(again, self._evaluate_jobs([jobs[n] for n in again], resend=False), strict=True))
         return [results[n] for n in range(len(refs))]
+
+    def _answered(self, owners: Sequence[int]) -> None:
+        with self._books:
+            for i in owners:
+                self._in_flight[i] -= 1
 
     def submit(self, task: Task, action: str, seed: int = 0) -> Future[Evaluation]:
         """:meth:`evaluate` in the background (a thread here waits for the actor's verdict); its future."""
@@ -256,10 +277,11 @@ class EvaluatorPool:
         self.actors = []
 
     def _restart(self, i: int) -> None:
-        self._ray.kill(self.actors[i], no_restart=False)  # Ray starts it again (max_restarts)
-        self._in_flight[i] = 0
+        with self._books:
+            self._kills[i] += 1
         self._ready[i] = False
         self._killed[i] = self._pids[i]
+        self._ray.kill(self.actors[i], no_restart=False)  # Ray starts it again (max_restarts)
 
     def _failed(self, status: Status, message: str) -> Evaluation:
         return Evaluation(status, message, self.backend.name)
