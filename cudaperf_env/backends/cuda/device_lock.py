@@ -101,8 +101,7 @@ class DeviceLock:
         try:
             yield self
         finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
+            _unlock(fd)
 
     def shared(self) -> AbstractContextManager[DeviceLock]:
         """Hold the card beside other shared holders (correctness runs); waits while it is held exclusively."""
@@ -119,7 +118,7 @@ class DeviceLock:
                 os.close(fd)
                 raise
         finally:
-            os.close(gate)  # closing releases the turnstile
+            _unlock(gate)
         return fd
 
     def waited_on(self) -> bool:
@@ -128,9 +127,9 @@ class DeviceLock:
         try:
             fcntl.flock(gate, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            os.close(gate)
             return True
-        finally:
-            os.close(gate)  # releases the turnstile where this took it
+        _unlock(gate)
         return False
 
     def __enter__(self) -> DeviceLock:
@@ -169,6 +168,12 @@ class DeviceLock:
 
     def __repr__(self) -> str:
         return f"DeviceLock({str(self.path)!r})"
+
+
+def _unlock(fd: int) -> None:
+    """Release a lock and close its file; closing alone leaves it held by a copy of ``fd`` in a forked child."""
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    os.close(fd)
 
 
 class SharedHold:

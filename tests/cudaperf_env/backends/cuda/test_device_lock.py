@@ -207,6 +207,28 @@ def test_a_timing_in_another_process_gets_the_card_at_the_next_let_through(tmp_p
         assert not let_through.is_alive()
 
 
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+def test_a_child_forked_while_a_timing_waits_does_not_keep_the_turnstile(tmp_path):
+    lock = DeviceLock("card", tmp_path)
+    with SharedHold(lock) as hold:
+        timing = threading.Thread(target=lambda: lock.hold().__enter__().__exit__(None, None, None))
+        timing.start()
+        assert _wait_for(lambda: lock.waited_on())  # the timing holds the turnstile while it waits
+        child = os.fork()  # no exec (multiprocessing's fork): the child has a copy of every open file
+        if child == 0:
+            time.sleep(3)
+            os._exit(0)
+        try:
+            started = time.monotonic()
+            assert hold.let_through()  # the work takes the card back once the timing is done
+            assert time.monotonic() - started < 2, "the child's copy of the turnstile kept it locked"
+            timing.join(5)
+            assert not lock.waited_on()
+        finally:
+            os.kill(child, signal.SIGKILL)
+            os.waitpid(child, 0)
+
+
 @pytest.mark.gpu
 def test_on_a_gpu_the_lock_is_named_by_the_cards_uuid_under_any_index():
     identity = device_identity(0, "0")
