@@ -210,8 +210,13 @@ def test_a_timing_in_another_process_gets_the_card_at_the_next_let_through(tmp_p
 @pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
 def test_a_child_forked_while_a_timing_waits_does_not_keep_the_turnstile(tmp_path):
     lock = DeviceLock("card", tmp_path)
+
+    def time_alone():
+        with lock:
+            pass
+
     with SharedHold(lock) as hold:
-        timing = threading.Thread(target=lambda: lock.hold().__enter__().__exit__(None, None, None))
+        timing = threading.Thread(target=time_alone)
         timing.start()
         assert _wait_for(lambda: lock.waited_on())  # the timing holds the turnstile while it waits
         child = os.fork()  # no exec (multiprocessing's fork): the child has a copy of every open file
