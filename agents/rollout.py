@@ -128,9 +128,13 @@ def rollouts(policy: Policy, tasks: Sequence[Task], evaluator: Evaluator, config
                  for task, t in active]  # fmt: skip
         grading = _Grading(evaluator, [task for task, _ in active], config.seed)
         stream = config.grade_while_generating and streams_replies(policy) and grading.submits
-        gens, gen_s = _generate(policy, [c[0] for c in convs], sampling, config.group if number == 1 else 1,
-                                grading.submit if stream else None)  # fmt: skip
-        evaluations, grade_s = grading.finish([g.text for g in gens])
+        try:
+            gens, gen_s = _generate(policy, [c[0] for c in convs], sampling, config.group if number == 1 else 1,
+                                    grading.submit if stream else None)  # fmt: skip
+            evaluations, grade_s = grading.finish([g.text for g in gens])
+        except BaseException:
+            grading.cancel()  # the policy or the evaluator failed: nobody will read the queued verdicts
+            raise
         graded = [turn_of(task, e, traj.turns[-1] if traj.turns else None, config.reward)
                   for (task, traj), e in zip(active, evaluations, strict=True)]  # fmt: skip
         for (task, traj), (messages, dropped), gen, turn in zip(active, convs, gens, graded, strict=True):
@@ -163,11 +167,18 @@ class _Grading:
         self._lock = threading.Lock()  # a policy may tell of replies from several threads
 
     def submit(self, index: int, text: str) -> None:
-        """Grade reply ``index`` in the background (an :data:`~agents.policies.base.OnReply`)."""
+        """Grade reply ``index`` in the background (an :data:`~agents.policies.base.OnReply`); a reply told of
+        again with other text is graded again (its earlier grading dropped where it has not started)."""
+        with self._lock:
+            early = self.submitted.get(index)
+        if early is not None and early[0] == text:
+            return
         future = self.evaluator.submit(self.tasks[index], text, self.seed)
         with self._lock:
             self.started = min(self.started, time.perf_counter())
             self.submitted[index] = (text, future)
+        if early is not None:
+            early[1].cancel()
 
     def finish(self, texts: Sequence[str]) -> tuple[list[Evaluation], float]:
         """Every reply's evaluation, in order, and the wall time from the first submission to the last verdict."""
@@ -177,13 +188,15 @@ class _Grading:
             evaluations = self.evaluator.evaluate_batch(jobs)
             return evaluations, time.perf_counter() - start
         for i, text in enumerate(texts):
-            early = self.submitted.get(i)
-            if early is None or early[0] != text:
-                if early is not None:
-                    early[1].cancel()
-                self.submit(i, text)
+            self.submit(i, text)  # replies not told of yet, and those whose final text differs
         evaluations = [self.submitted[i][1].result() for i in range(len(texts))]
         return evaluations, time.perf_counter() - self.started if texts else 0.0
+
+    def cancel(self) -> None:
+        """Drop every grading not started yet."""
+        with self._lock:
+            for _, future in self.submitted.values():
+                future.cancel()
 
 
 def _generate(policy: Policy, messages: list[list[Message]], sampling: Sampling, per_prompt: int,

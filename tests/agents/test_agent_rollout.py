@@ -204,3 +204,31 @@ def test_an_evaluator_without_submit_grades_a_turn_after_its_generation(evaluato
 
     records = rollout(ScriptedPolicy([GOOD, GARBAGE]), TASK, BatchOnly(), RolloutConfig(turns=1, group=2))
     assert [r.status for r in records] == ["ok", "format_error"]
+
+
+def test_a_policy_that_fails_mid_batch_leaves_no_grading_queued():
+    from concurrent.futures import ThreadPoolExecutor
+
+    class OneAtATime:  # grades on one thread, the first grading held until the policy has failed
+        def __init__(self):
+            self.pool, self.gate, self.futures = ThreadPoolExecutor(1), threading.Event(), []
+
+        def prepare(self, jobs):
+            return None
+
+        def submit(self, task, action, seed=0):
+            self.futures.append(self.pool.submit(self.gate.wait, 20))
+            return self.futures[-1]
+
+    class Failing(ScriptedPolicy):  # tells of three replies, then its server gives up
+        def generate(self, messages_batch, n, sampling, on_reply=None):
+            for j in range(3):
+                on_reply(j, GOOD)
+            raise RuntimeError("the server gave up")
+
+    evaluator = OneAtATime()
+    with pytest.raises(RuntimeError, match="gave up"):
+        rollout(Failing([GOOD]), TASK, evaluator, RolloutConfig(turns=1, group=4))
+    evaluator.gate.set()
+    assert [f.cancelled() for f in evaluator.futures] == [False, True, True]  # the running one ends on its own
+    evaluator.pool.shutdown()
