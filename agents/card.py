@@ -37,13 +37,14 @@ def share_card_with_timings(policy: Any, evaluator: Any) -> bool:
     return inner.timings_lock is not None
 
 
-def card_hold(lock: Any) -> Any:
+def card_hold(lock: Any, device: str = "cuda") -> Any:
     """A context holding the card shared (``lock``: a ``DeviceLock``; its value a ``SharedHold`` that drains the
-    GPU's queued work before letting a timing through), or holding nothing (``lock`` None: its value None)."""
+    work queued on ``device`` before letting a timing through), or holding nothing (``lock`` None: its value None)."""
     if lock is None:
         return contextlib.nullcontext()
     import torch
 
     from cudaperf_env.backends.cuda.device_lock import SharedHold
 
-    return SharedHold(lock, drain=torch.cuda.synchronize if torch.cuda.is_available() else None)
+    drain = (lambda: torch.cuda.synchronize(device)) if torch.cuda.is_available() else None
+    return SharedHold(lock, drain=drain)

@@ -153,7 +153,7 @@ def train(config: GRPOConfig, *, model: Any = None, tokenizer: Any = None, tasks
             model.train()
             torch.manual_seed(config.seed * 1_000_003 + step)  # dropout etc.: the same after a resume
             lr = config.lr * min(1.0, (step + 1) / config.warmup) if config.warmup else config.lr
-            with card_hold(card) as hold:
+            with card_hold(card, device) as hold:
                 stats = optimize(model, reference, optimizer, params, samples, config, device, tokenizer.pad_token_id,
                                  lr, between=hold.let_through if hold is not None else None)  # fmt: skip
             opt_s = time.perf_counter() - t1
@@ -302,7 +302,7 @@ def optimize(model: Any, reference: Any, optimizer: Any, params: list[Any], samp
     size = math.ceil(len(samples) / config.minibatches)
     parts = [list(r) for r in chunks(len(samples), size)]
     plan = [[[part[j] for j in mb] for mb in chunks(len(part), config.micro_batch)] for part in parts]
-    fixed = frozen_logprobs(model, reference, samples, plan, config, device, pad_id)
+    fixed = frozen_logprobs(model, reference, samples, plan, config, device, pad_id, between)
     totals = {"loss/total": 0.0, "loss/policy": 0.0, "kl": 0.0, "entropy": 0.0, "clip_fraction": 0.0,
               "grad_norm": 0.0}  # fmt: skip
     for part, micro in zip(parts, plan, strict=True):
@@ -361,9 +361,10 @@ def left_pad(values: Any, width: int) -> Any:
 
 @torch.no_grad()
 def frozen_logprobs(model: Any, reference: Any, samples: Sequence[Sample], plan: list[list[list[int]]],
-                    config: GRPOConfig, device: str, pad_id: int) -> dict[tuple[int, ...], tuple[Any, Any]]:
+                    config: GRPOConfig, device: str, pad_id: int,
+                    between: Callable[[], object] | None = None) -> dict[tuple[int, ...], tuple[Any, Any]]:  # fmt: skip
     """Per micro-batch, the sampling policy's log-probabilities (needed when a step makes several updates)
-    and the reference's (when ``kl_beta > 0``); empty when neither is needed."""
+    and the reference's (when ``kl_beta > 0``); empty when neither is needed. ``between`` as in :func:`optimize`."""
     if config.minibatches == 1 and config.kl_beta == 0:
         return {}
     out = {}
@@ -378,6 +379,8 @@ def frozen_logprobs(model: Any, reference: Any, samples: Sequence[Sample], plan:
                 with model.disable_adapter():  # LoRA: the start model is the model without the adapter
                     ref = forward_logprobs(model, batch, config, device)[0]
         out[idx] = (old, ref)
+        if between is not None:
+            between()
     return out
 
 

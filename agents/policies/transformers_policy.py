@@ -129,15 +129,15 @@ class TransformersPolicy:
         ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts], device=self.device)  # (B, T) left-padded
         mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=self.device)
         torch.manual_seed(sampling.seed)
-        with torch.no_grad(), card_hold(self.timings_lock) as hold:
+        with torch.no_grad(), card_hold(self.timings_lock, str(self.device)) as hold:
             out = self.model.generate(
                 input_ids=ids, attention_mask=mask, num_return_sequences=n, max_new_tokens=sampling.max_tokens,
                 pad_token_id=pad, return_dict_in_generate=True, output_logits=sampling.logprobs,
                 stopping_criteria=self._stopping(sampling, width, asked * n, on_reply, hold),
                 **_sampling_kwargs(sampling), **({"cache_implementation": "static"} if self.static_cache else {}),
             )  # fmt: skip
-        new = out.sequences[:, width:]  # (B * n, T_new)
-        logprobs = _token_logprobs(torch, out.logits, new) if sampling.logprobs else None
+            new = out.sequences[:, width:]  # (B * n, T_new)
+            logprobs = _token_logprobs(torch, out.logits, new) if sampling.logprobs else None
         eos = set(_eos_ids(self.model, self.tokenizer))
         gens = [
             self._generation(new[r].tolist(), logprobs[r] if logprobs else None, eos, sampling, len(prompts[r // n]))

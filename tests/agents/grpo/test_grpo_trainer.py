@@ -191,6 +191,7 @@ def test_gradient_accumulation_gives_the_full_batch_gradient_and_kl_runs_through
     assert stats["kl"] == 0.0 and stats["sequences"] == 4
     _, with_kl = deltas(2, kl_beta=0.1, minibatches=2)  # random nonzero LoRA: the model differs from its reference
     assert with_kl["kl"] > 0 and math.isfinite(with_kl["loss/total"])
+    assert calls.count(2) == 4  # 2 micro-batches: after each frozen log-probability pass and each update
     samples = [replace(s, advantage=0.0) for s in samples]  # all replies alike: nothing to learn, no update
     unchanged, skipped = deltas(4)
     assert skipped["skipped"] == 1.0 and all(d.abs().sum() == 0 for d in unchanged)
