@@ -57,7 +57,7 @@ from cudaperf_env.tasks.schema import Config, Task
 from cudaperf_env.toolchain import initcode, tools
 from cudaperf_env.toolchain.cache import cache_dir
 from cudaperf_env.toolchain.confine import Confinement, Limits
-from cudaperf_env.toolchain.native import build_c_reference, build_library
+from cudaperf_env.toolchain.native import build_c_reference, build_library, compiled_object
 
 HERE = Path(__file__).parent
 
@@ -100,8 +100,11 @@ def build_gpu(task: Task, code: str, arch: str, timeout_s: float = 120.0,
         return Build(False, unsupported=(Finding(0, "runtime_names", message),))
     flags = nvcc_flags(arch)
     unit = imports.unit_checker(tuple(flags))
-    result = build_library(tools.nvcc(), flags, units(task, code, "cuda"), ".cu", timeout_s=timeout_s, cancel=cancel,
-                           confine=Confinement(), check=imports.checker(tuple(flags)),
+    submission, harness = units(task, code, "cuda")
+    shim = compiled_object(tools.nvcc(), flags, harness, ".cu")  # the same for every submission to the task
+    sources, objects = ([submission], (shim,)) if shim else ([submission, harness], ())
+    result = build_library(tools.nvcc(), flags, sources, ".cu", timeout_s=timeout_s, cancel=cancel,
+                           confine=Confinement(), check=imports.checker(tuple(flags)), objects=objects,
                            object_check=lambda obj: initcode.check(obj, nvcc=True) or unit(obj))  # fmt: skip
     if result.refused.startswith(initcode.MESSAGE):
         return Build(False, log=result.log, unsupported=(Finding(0, "constructor", result.refused),))

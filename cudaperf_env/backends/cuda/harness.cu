@@ -164,8 +164,10 @@ int cph_compare(const void* got, const void* want, size_t n, int elem_bytes, int
 }
 
 // Page-lock host memory for fast uploads (and undo it).
-int cph_host_register(void* p, size_t bytes, char* err, int err_len) {
-  return report(cudaHostRegister(p, bytes, cudaHostRegisterDefault), err, err_len);
+int cph_host_register(void* p, size_t bytes, int read_only, char* err, int err_len) {
+  cudaError_t e = cudaHostRegister(p, bytes, read_only ? cudaHostRegisterReadOnly : cudaHostRegisterDefault);
+  if (e != cudaSuccess) cudaGetLastError();  // refused (the copies are then pageable): not the next call's error
+  return report(e, err, err_len);
 }
 
 int cph_host_unregister(void* p) { return (int)cudaHostUnregister(p); }
