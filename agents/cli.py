@@ -86,6 +86,9 @@ def _policy_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--top-p", type=float, default=0.95)
     p.add_argument("--repetition-penalty", type=float, default=1.1,
                    help="1.0 turns it off; small models loop without it (default: %(default)s)")  # fmt: skip
+    p.add_argument("--source-tokens-only", action=argparse.BooleanOptionalAction, default=True,
+                   help="sample only tokens of printable ASCII, tabs and newlines, as a CUDA source is written "
+                        "(transformers, vllm; default: on)")  # fmt: skip
     p.add_argument("--backend", default="auto", choices=["cpu", "cuda", "auto"])
     p.add_argument("--ray", metavar="ADDRESS",
                    help="grade on a Ray evaluator pool: a cluster address, 'auto', or 'local' (start one here)")
@@ -130,7 +133,8 @@ def _config(args: argparse.Namespace) -> Any:
     from agents.rollout import RolloutConfig
 
     sampling = Sampling(temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens,
-                        repetition_penalty=args.repetition_penalty)  # fmt: skip
+                        repetition_penalty=args.repetition_penalty,
+                        source_tokens_only=args.source_tokens_only)  # fmt: skip
     return RolloutConfig(turns=args.turns, group=args.group, sampling=sampling, seed=args.seed)
 
 

@@ -79,6 +79,8 @@ class AblationConfig:
         static_cache: Training's transformers generators and transformers evaluations decode with a
             static KV cache (compiled on a GPU; ``TransformersPolicy``).
         eval_policy: The evaluation's policy (vllm or transformers).
+        source_tokens_only: Training and evaluation sample only tokens of printable ASCII, tabs and
+            newlines (``Sampling.source_tokens_only``). Off: as the committed seeds 0 and 1 ran.
         gpus: GPUs to use (jobs are pinned to one each).
         jobs_per_gpu: Jobs that share a GPU at once. Measured on one H200 with ten jobs of the
             135M model (transformers, overlapped rollouts): each made about 38 new tokens/s, 380 in
@@ -115,6 +117,7 @@ class AblationConfig:
     generator: str = "merged"
     static_cache: bool = False
     eval_policy: str = "vllm"
+    source_tokens_only: bool = False
     gpus: int = 1
     jobs_per_gpu: int = 1
     rollout: str = "batched"
@@ -168,7 +171,11 @@ def train_command(config: AblationConfig, arm: str, seed: int) -> list[str]:
             "--backend", config.backend, "--generator", config.generator,
             "--rollout", config.rollout, "--save-every", "1", "--keep-checkpoints", "1", "--no-progress",
             "--tensorboard" if config.tensorboard else "--no-tensorboard",
-            "--static-cache" if config.static_cache else "--no-static-cache"]  # fmt: skip
+            "--static-cache" if config.static_cache else "--no-static-cache", *_source_tokens_flag(config)]  # fmt: skip
+
+
+def _source_tokens_flag(config: AblationConfig) -> list[str]:
+    return ["--source-tokens-only" if config.source_tokens_only else "--no-source-tokens-only"]
 
 
 def eval_command(config: AblationConfig, which: str, seed: int) -> list[str]:
@@ -184,7 +191,7 @@ def eval_command(config: AblationConfig, which: str, seed: int) -> list[str]:
                "--model", config.model,
                "--backend", config.backend, "--turns", str(config.turns), "--group", str(config.eval_group),
                "--batch-tasks", str(batch), "--seed", str(seed), "--max-tokens", str(config.max_tokens),
-               "--out-dir", str(eval_dir(config, which, seed)), "--no-plots"]  # fmt: skip
+               "--out-dir", str(eval_dir(config, which, seed)), "--no-plots", *_source_tokens_flag(config)]  # fmt: skip
     if which != "start":
         command += ["--adapter", str(run_dir(config, which, seed) / "final")]
     if config.static_cache and config.eval_policy == "transformers":
@@ -287,8 +294,12 @@ EXPERIMENT = "grpo_reward_ablation"
 """The results file's ``experiment``: what ``--merge`` accepts."""
 
 SAME_IN_MERGED = ("steps", "turns", "group", "tasks_per_step", "max_tokens", "lr", "temperature", "train_split",
-                  "train_limit", "eval_splits", "eval_limit", "eval_group", "backend")  # fmt: skip
+                  "train_limit", "eval_splits", "eval_limit", "eval_group", "backend",
+                  "source_tokens_only")  # fmt: skip
 """Settings that results combined with ``--merge`` must share (the rest, such as GPUs, may differ)."""
+
+SETTING_BEFORE_IT_EXISTED = {"source_tokens_only": False}
+"""What results written before a setting existed ran with."""
 
 
 class MergeMismatchError(ValueError):
@@ -297,7 +308,10 @@ class MergeMismatchError(ValueError):
 
 def check_mergeable(earlier: Mapping[str, Any], config: Mapping[str, Any]) -> None:
     """Raise :class:`MergeMismatchError` where results made with ``config`` could not join ``earlier`` (pure)."""
-    differ = [k for k in SAME_IN_MERGED if earlier.get("config", {}).get(k) != config.get(k)]
+    def setting(of: Mapping[str, Any], key: str) -> Any:
+        return of.get(key, SETTING_BEFORE_IT_EXISTED.get(key))
+
+    differ = [k for k in SAME_IN_MERGED if setting(earlier.get("config", {}), k) != setting(config, k)]
     if earlier.get("experiment") != EXPERIMENT or differ:
         raise MergeMismatchError(f"the results to merge were made with other settings ({', '.join(differ)}): "
                                  "run this session with the same values, or write to a new results file")  # fmt: skip

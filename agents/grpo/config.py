@@ -62,6 +62,9 @@ class GRPOConfig:
         temperature: Sampling temperature (the loss scores tokens under the same temperature).
         top_p: Nucleus sampling mass.
         repetition_penalty: Sampling's repetition penalty (1.0: off; anything else samples off-policy).
+        source_tokens_only: Sample only tokens of printable ASCII, tabs and newlines (``Sampling``'s field):
+            no reply is refused for a broken multi-byte character. Samples off-policy where the model puts
+            mass elsewhere (the loss scores tokens under the whole vocabulary).
         generator: transformers (the trained model samples), merged (a copy with the LoRA adapter merged in,
             refreshed after each step: faster on a GPU) or vllm (an engine serving the LoRA adapter).
         vllm_memory: Fraction of GPU memory the vLLM engine may take.
@@ -127,6 +130,7 @@ class GRPOConfig:
     temperature: float = 1.0
     top_p: float = 1.0
     repetition_penalty: float = 1.0
+    source_tokens_only: bool = False
     generator: str = "transformers"
     vllm_memory: float = 0.3
     static_cache: bool = False

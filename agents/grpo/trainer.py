@@ -249,7 +249,8 @@ def collect(policy: SerialPolicy, tasks: Sequence[Task], grader: Grader, config:
     """Every task's group rolled out (``config.rollout``: overlapped or batched); returns the records and wall time."""
     policy.reset()
     sampling = Sampling(temperature=config.temperature, top_p=config.top_p, max_tokens=config.max_tokens,
-                        repetition_penalty=config.repetition_penalty)  # fmt: skip
+                        repetition_penalty=config.repetition_penalty,
+                        source_tokens_only=config.source_tokens_only)  # fmt: skip
 
     def rollout_config(index: int) -> RolloutConfig:
         return RolloutConfig(turns=config.turns, group=config.group, sampling=sampling, gamma=config.gamma,

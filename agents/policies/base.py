@@ -29,6 +29,10 @@ class Sampling:
         repetition_penalty: Divide the logits of tokens already in the context by this (1.0: off);
             small models loop without it ("c2c2_f32: c2c2_f32: ..."). Transformers and vLLM
             (servers: sent as vLLM's ``repetition_penalty`` extension).
+        source_tokens_only: Sample only tokens that decode to printable ASCII, tabs and newlines (and
+            the special tokens that end a reply): a CUDA source needs nothing else, and the environment
+            refuses the broken multi-byte characters small models emit otherwise
+            (:mod:`agents.policies.vocabulary`). Transformers and vLLM; servers ignore it.
     """
 
     temperature: float = 0.7
@@ -40,6 +44,7 @@ class Sampling:
     stop_after_code_block: bool = True
     logprobs: bool = False
     repetition_penalty: float = 1.0
+    source_tokens_only: bool = False
 
     def __post_init__(self) -> None:
         if self.temperature < 0:

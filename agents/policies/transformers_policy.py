@@ -15,6 +15,7 @@ from agents.card import card_hold
 from agents.errors import MissingDependencyError
 from agents.model import split_model_path
 from agents.policies.base import Generation, Message, OnReply, Sampling, check_batch, stop_at_code_block_end
+from agents.policies.vocabulary import source_token_ids
 
 _HINT = "install the agent extra: pip install 'cudaperf-env[agent]'"
 
@@ -109,6 +110,7 @@ class TransformersPolicy:
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.context_window = context_window or int(getattr(self.model.config, "max_position_embeddings", 2048))
+        self._source_tokens: Any = None  # the logits' bias of Sampling.source_tokens_only, made on first use
 
     def count_tokens(self, messages: Sequence[Message]) -> int:
         return len(self._encode(messages))
@@ -134,6 +136,7 @@ class TransformersPolicy:
                 input_ids=ids, attention_mask=mask, num_return_sequences=n, max_new_tokens=sampling.max_tokens,
                 pad_token_id=pad, return_dict_in_generate=True, output_logits=sampling.logprobs,
                 stopping_criteria=self._stopping(sampling, width, asked * n, on_reply, hold),
+                logits_processor=self._processors(sampling),
                 **_sampling_kwargs(sampling), **({"cache_implementation": "static"} if self.static_cache else {}),
             )  # fmt: skip
             new = out.sequences[:, width:]  # (B * n, T_new)
@@ -150,6 +153,25 @@ class TransformersPolicy:
         if isinstance(encoded, dict) or hasattr(encoded, "input_ids"):
             encoded = encoded["input_ids"]
         return list(encoded)
+
+    def _processors(self, sampling: Sampling) -> Any:
+        """Logits processors beyond the sampling keywords: the source-token mask where asked for."""
+        from transformers import LogitsProcessorList
+
+        if not sampling.source_tokens_only:
+            return None
+        torch, policy = self._torch, self
+
+        def only_source_tokens(input_ids: Any, scores: Any) -> Any:
+            bias = policy._source_tokens  # 0 where allowed, -inf elsewhere (the logits may outnumber the vocabulary)
+            if bias is None or bias.shape[-1] != scores.shape[-1] or bias.dtype != scores.dtype:
+                size = scores.shape[-1]
+                bias = torch.full((size,), float("-inf"), dtype=scores.dtype, device=scores.device)
+                bias[[i for i in source_token_ids(policy.tokenizer) if i < size]] = 0.0
+                policy._source_tokens = bias
+            return scores + bias
+
+        return LogitsProcessorList([only_source_tokens])
 
     def _stopping(self, sampling: Sampling, width: int, rows: int, on_reply: OnReply | None = None,
                   hold: Any = None) -> Any:  # fmt: skip

@@ -4,7 +4,7 @@ vLLM is imported only when a policy is built, so this module imports anywhere.
 The translation to and from vLLM's types is in small pure functions
 (:func:`sampling_params_kwargs`, :func:`generations_of`) that the tests check
 against vLLM's real shapes: ``SamplingParams(n, temperature, top_p, top_k,
-max_tokens, stop, seed, logprobs)``, ``LLM.chat(messages, sampling_params,
+max_tokens, stop, seed, logprobs, allowed_token_ids)``, ``LLM.chat(messages, sampling_params,
 use_tqdm=, lora_request=, add_generation_prompt=)`` returning one
 ``RequestOutput`` per conversation whose ``outputs`` are ``CompletionOutput``
 (``text``, ``token_ids``, ``logprobs``: a list of ``{token_id: Logprob}``,
@@ -20,6 +20,7 @@ from typing import Any
 from agents.errors import MissingDependencyError
 from agents.model import split_model_path
 from agents.policies.base import Generation, Message, Sampling, check_batch
+from agents.policies.vocabulary import source_token_ids
 
 
 def _import_vllm() -> Any:
@@ -32,8 +33,10 @@ def _import_vllm() -> Any:
     return vllm
 
 
-def sampling_params_kwargs(sampling: Sampling, n: int) -> dict[str, Any]:
-    """Keyword arguments of ``vllm.SamplingParams`` for ``n`` samples under ``sampling``."""
+def sampling_params_kwargs(sampling: Sampling, n: int, source_ids: Sequence[int] = ()) -> dict[str, Any]:
+    """Keyword arguments of ``vllm.SamplingParams`` for ``n`` samples under ``sampling``; ``source_ids``:
+    the tokenizer's :func:`~agents.policies.vocabulary.source_token_ids`, the allowed tokens where
+    ``sampling.source_tokens_only`` asks for them."""
     kwargs: dict[str, Any] = {
         "n": n,
         "temperature": sampling.temperature,
@@ -49,6 +52,10 @@ def sampling_params_kwargs(sampling: Sampling, n: int) -> dict[str, Any]:
         kwargs["repetition_penalty"] = sampling.repetition_penalty
     if sampling.logprobs:
         kwargs["logprobs"] = 0  # the sampled token's logprob only
+    if sampling.source_tokens_only:
+        if not source_ids:
+            raise ValueError("source_tokens_only needs the tokenizer's source token ids")
+        kwargs["allowed_token_ids"] = list(source_ids)
     return kwargs
 
 
@@ -114,6 +121,7 @@ class VLLMPolicy:
         self.name = str(model) + (f"+{adapter}" if adapter else "")
         self.context_window = int(self.llm.llm_engine.model_config.max_model_len)
         self._tokenizer = self.llm.get_tokenizer()
+        self._source_ids: list[int] = []  # source_token_ids of the tokenizer, on first use
 
     def count_tokens(self, messages: Sequence[Message]) -> int:
         return len(self._tokenizer.apply_chat_template(list(messages), add_generation_prompt=True, tokenize=True))
@@ -122,7 +130,9 @@ class VLLMPolicy:
         self, messages_batch: Sequence[Sequence[Message]], n: int, sampling: Sampling
     ) -> list[list[Generation]]:
         check_batch(messages_batch, n)
-        params = self._vllm.SamplingParams(**sampling_params_kwargs(sampling, n))
+        if sampling.source_tokens_only and not self._source_ids:
+            self._source_ids = source_token_ids(self._tokenizer)
+        params = self._vllm.SamplingParams(**sampling_params_kwargs(sampling, n, self._source_ids))
         outputs = self.llm.chat([list(m) for m in messages_batch], params, use_tqdm=False,
                                 lora_request=self.lora, add_generation_prompt=True)  # fmt: skip
         return [generations_of(o) for o in outputs]

@@ -74,3 +74,11 @@ def test_evaluate_rolls_several_splits_out_together_and_reports_each(scripted, t
         assert report["per_split"][name]["tasks"] == 2 and len(rolled & set(splits[name])) == 2
     header = next(line for line in capsys.readouterr().out.splitlines() if "metric" in line)
     assert [w for w in header.replace("┃", " ").split()] == ["metric", "all", "validation", "test"]
+
+
+def test_sampling_keeps_to_source_tokens_unless_told_not_to():
+    parser = argparse.ArgumentParser(prog="cudaperf")
+    cli.add_agent_commands(parser.add_subparsers())
+    for command in (["evaluate", "--split", "test"], ["agent", "run", "--task", "c2cuda/saxpy_f32"]):
+        assert cli._config(parser.parse_args(command)).sampling.source_tokens_only
+        assert not cli._config(parser.parse_args([*command, "--no-source-tokens-only"])).sampling.source_tokens_only

@@ -1,5 +1,7 @@
 """The transformers policy on a tiny randomly initialized Llama and a tokenizer built here (no downloads)."""
 
+from dataclasses import replace
+
 import pytest
 
 transformers = pytest.importorskip("transformers", reason="needs the agent extra: pip install 'cudaperf-env[agent]'")
@@ -172,3 +174,29 @@ def test_replies_told_early_are_those_returned_and_told_while_others_are_still_w
     assert all(flat[r].finish_reason == "stop" for r in told)
     assert min(step for _, step in told.values()) + 8 <= len(steps)  # told while the batch went on
     assert {r for r, g in enumerate(flat) if g.finish_reason == "stop"} == set(told)  # 48 tokens: a check at the end
+
+
+def test_source_tokens_are_printable_ascii_tabs_newlines_and_the_specials(tiny_tokenizer):
+    from agents.policies.vocabulary import is_source_text, source_token_ids
+
+    assert is_source_text("int x;\n\tx += 1; // ok ~") and is_source_text("")
+    assert not any(is_source_text(t) for t in ("\r", "\x00", "\ufffd", "n \u00d7 d", "\x7f"))
+    ids = set(source_token_ids(tiny_tokenizer))  # one token a byte: 95 printable, tab, newline, 3 specials
+    texts = {tiny_tokenizer.decode([i]) for i in ids if i not in tiny_tokenizer.all_special_ids}
+    assert len(ids) == 95 + 2 + 3 and texts == {chr(c) for c in range(32, 127)} | {"\t", "\n"}
+    assert set(tiny_tokenizer.all_special_ids) <= ids
+
+
+def test_source_tokens_only_keeps_broken_bytes_out_of_sampled_replies(tiny):
+    from agents.policies.vocabulary import is_source_text
+
+    policy = TransformersPolicy(tiny, device="cpu")  # random weights: about half the sampled bytes are >= 0x80
+    sampling = Sampling(temperature=1.0, top_p=1.0, max_tokens=40, seed=1, stop_after_code_block=False,
+                        logprobs=True)  # fmt: skip
+    free = policy.generate([MESSAGES], 4, sampling)[0]
+    assert not all(is_source_text(g.text) for g in free) and any("\ufffd" in g.text for g in free)
+    kept = policy.generate([MESSAGES], 4, replace(sampling, source_tokens_only=True))[0]
+    assert all(is_source_text(g.text) and len(g.token_ids) > 0 for g in kept)
+    assert all(lp <= 0.0 for g in kept for lp in g.logprobs)  # scored under the whole vocabulary, as trained
+    again = policy.generate([MESSAGES], 4, replace(sampling, source_tokens_only=True))[0]
+    assert [g.text for g in again] == [g.text for g in kept]

@@ -32,6 +32,14 @@ def test_sampling_translates_to_real_sampling_params_fields():
     assert set(kwargs) <= SAMPLING_PARAMS_FIELDS
 
 
+def test_source_tokens_only_becomes_allowed_token_ids():
+    kwargs = sampling_params_kwargs(Sampling(source_tokens_only=True), n=2, source_ids=[3, 5, 8])
+    assert kwargs["allowed_token_ids"] == [3, 5, 8] and set(kwargs) <= SAMPLING_PARAMS_FIELDS
+    assert "allowed_token_ids" not in sampling_params_kwargs(Sampling(), n=2, source_ids=[3, 5, 8])
+    with pytest.raises(ValueError, match="source token ids"):
+        sampling_params_kwargs(Sampling(source_tokens_only=True), n=2)
+
+
 def test_greedy_sampling_turns_off_nucleus_and_top_k():
     kwargs = sampling_params_kwargs(Sampling(temperature=0.0, top_k=20), n=1)
     assert kwargs["temperature"] == 0.0 and kwargs["top_p"] == 1.0 and "top_k" not in kwargs

@@ -198,10 +198,11 @@ def test_boolean_options_are_flags_passed_to_the_runs(tmp_path, capsys):
     args = ["--model", "/m", "--out", str(tmp_path), "--seeds", "0", "--arms", "speedup_only", "--dry-run"]
     assert main([*args, "--no-tensorboard", "--jobs-per-gpu", "4"]) == 0
     train = capsys.readouterr().out.splitlines()[1]
-    assert train.endswith("--no-tensorboard --no-static-cache")
-    assert main([*args, "--static-cache", "--eval-policy", "transformers"]) == 0
+    assert train.endswith("--no-tensorboard --no-static-cache --no-source-tokens-only")
+    assert main([*args, "--static-cache", "--eval-policy", "transformers", "--source-tokens-only"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[1].endswith("--tensorboard --static-cache") and lines[0].endswith("--static-cache")
+    assert lines[1].endswith("--tensorboard --static-cache --source-tokens-only")
+    assert lines[0].endswith("--no-plots --source-tokens-only --static-cache")
 
 
 def session(seed, pass_at_1, **config):
@@ -235,6 +236,10 @@ def test_sessions_of_one_seed_each_merge_into_one_ablation():
     assert [a["name"] for a in merged(session(0, 0.25), other_arm)["arms"]] == ["cudaperf_ranker", "speedup_only"]
     with pytest.raises(MergeMismatchError, match="eval_limit"):
         merged(session(0, 0.25), session(1, 0.75, eval_limit=64))
+    # results written before source_tokens_only existed ran without it: they merge with runs that are off only
+    assert merged(session(0, 0.25), session(1, 0.75, source_tokens_only=False))["arms"][0]["seeds"] == [0, 1]
+    with pytest.raises(MergeMismatchError, match="source_tokens_only"):
+        merged(session(0, 0.25), session(1, 0.75, source_tokens_only=True))
 
 
 def test_a_merge_with_other_settings_is_refused_before_any_job_runs(tmp_path):

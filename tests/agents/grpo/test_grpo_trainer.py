@@ -135,14 +135,16 @@ def test_start_model_merges_an_adapter_into_a_plain_directory(tmp_path, tiny_tok
 def test_a_batched_rollout_generates_each_turn_of_every_task_in_one_call(tmp_path, tiny_tokenizer):
     model = tiny_model(tiny_tokenizer)
     policy = OpensWithAVerifiedKernel(model, tiny_tokenizer)
-    calls = []
+    calls, samplings = [], []
     generate = policy.generate
-    policy.generate = lambda batch, n, sampling: calls.append((len(batch), n)) or generate(batch, n, sampling)
-    cfg = config(tmp_path, rollout="batched", steps=1)
+    policy.generate = lambda batch, n, sampling: calls.append((len(batch), n)) or samplings.append(sampling) or \
+        generate(batch, n, sampling)  # fmt: skip
+    cfg = config(tmp_path, rollout="batched", steps=1, source_tokens_only=True)
     result = train(cfg, model=model, tokenizer=tiny_tokenizer, tasks=TASKS, policy=policy)
     assert result.stopped == "done"
     # turn 1: both tasks' prompts, sampled G=2 times each; turn 2: the trajectories still going, together
     assert calls[0] == (2, 2) and len(calls) == 2 and calls[1][1] == 1
+    assert all(s.source_tokens_only for s in samplings)
     row = read_metrics(tmp_path / "metrics.jsonl")[0]
     assert row["pass_rate/trajectory"] == 0.5 and math.isfinite(row["loss/total"])
 
