@@ -77,8 +77,8 @@ class ReadOnlyMapping:
             raise OSError(ctypes.get_errno(), f"cannot map {path}")
         self.address, self.size = address, size
 
-    def __del__(self) -> None:
-        _LIBC.munmap(self.address, self.size)
+    def __del__(self, munmap: Any = _LIBC.munmap) -> None:  # bound here: module globals may be gone at exit
+        munmap(self.address, self.size)
 
 
 class Failure(Exception):
