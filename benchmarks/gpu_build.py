@@ -1,9 +1,9 @@
 """What a new submission's GPU build costs with the call shim compiled beside it and with it linked in
 as a cached object (``toolchain/native.compiled_object``; the CUDA backend's build since 2026-12-07).
 
-Each repeat builds a new saxpy source for ``sm_90`` both ways, interleaved so that other load on
-the machine falls on both alike, with everything else as ``build_gpu`` does it (nvcc flags,
-confinement, ``-keep`` and the checks of the compiled unit, the library's symbol check). Needs
+Each repeat builds a new saxpy source for ``sm_90`` with ``build_gpu`` both ways, interleaved so that
+other load on the machine falls on both alike (nvcc flags, confinement, ``-keep`` and the checks of
+the compiled unit, the library's symbol check: all as the backend builds). Needs
 nvcc, not a GPU. Prints medians and quartiles (seconds) and their ratio.
 
 Run::
@@ -26,30 +26,27 @@ from collections.abc import Callable
 from rich.console import Console
 from rich.table import Table
 
-from cudaperf_env.backends.cuda import imports
-from cudaperf_env.backends.cuda.backend import nvcc_flags
-from cudaperf_env.backends.harness import units
+from cudaperf_env.backends.cuda import backend
 from cudaperf_env.tasks import load_tasks
-from cudaperf_env.toolchain import initcode, tools
-from cudaperf_env.toolchain.confine import Confinement
-from cudaperf_env.toolchain.native import build_library, compiled_object
+from cudaperf_env.toolchain import tools
 
 TASK = load_tasks()["c2cuda/saxpy_f32"]
-FLAGS = nvcc_flags("sm_90")
 
 
 def build(code: str, shim_object: bool) -> float:
-    """Seconds of one build of ``code`` (asserting it succeeded)."""
-    submission, harness = units(TASK, code, "cuda")
-    unit = imports.unit_checker(tuple(FLAGS))
-    started = time.perf_counter()
-    shim = compiled_object(tools.nvcc(), FLAGS, harness, ".cu") if shim_object else None
-    sources, objects = ([submission], (shim,)) if shim else ([submission, harness], ())
-    result = build_library(tools.nvcc(), FLAGS, sources, ".cu", confine=Confinement(), objects=objects,
-                           check=imports.checker(tuple(FLAGS)),
-                           object_check=lambda obj: initcode.check(obj, nvcc=True) or unit(obj))  # fmt: skip
+    """Seconds of one ``build_gpu`` of ``code`` (asserting it succeeded); ``shim_object=False`` as before:
+    the shim compiled beside the submission (what ``build_gpu`` falls back to without the object)."""
+    made = backend.compiled_object
+    if not shim_object:
+        backend.compiled_object = lambda *args, **kwargs: None
+    try:
+        started = time.perf_counter()
+        result = backend.build_gpu(TASK, code, "sm_90")
+        seconds = time.perf_counter() - started
+    finally:
+        backend.compiled_object = made
     assert result.ok and not result.cached, result.log
-    return time.perf_counter() - started
+    return seconds
 
 
 def quartiles(values: list[float]) -> dict[str, float]:

@@ -112,7 +112,7 @@ def compiled_object(compiler: str, flags: list[str], source: str, suffix: str, t
     """``source`` compiled (``-c``) into an object, cached by content (never evicted: a few KB each); None
     when it does not compile. For a trusted unit linked into many libraries (the CUDA backend's call
     shim), so that each library compiles only its own unit: a new saxpy submission's nvcc build, median
-    0.82 s against 1.49 with the shim compiled beside it (``benchmarks/gpu_build.py``, 2 cores, 2026-12-07)."""
+    0.93 s against 1.78 with the shim compiled beside it (``benchmarks/gpu_build.py``, 2 cores, 2026-12-07)."""
     key = digest("object/1", tools.version(compiler), *flags, source)
     obj = cache_dir("objects") / f"{key}.o"
     if obj.is_file():
