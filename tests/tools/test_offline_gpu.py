@@ -13,9 +13,9 @@ KIT = Path(__file__).resolve().parents[2] / "tools" / "offline_gpu"
 
 def setup(tree: Path, root: Path) -> str:
     """Source setup.sh in ``tree`` as a command on the GPU machine does; its output and OFFLINE_MODEL."""
-    done = subprocess.run(["bash", "-c", f"source {KIT / 'setup.sh'} && echo model=$OFFLINE_MODEL"], cwd=tree,
-                          env={**os.environ, "OFFLINE_ROOT": str(root)}, capture_output=True, text=True, check=True)  # fmt: skip
-    return done.stdout
+    command = f"source {KIT / 'setup.sh'} && echo model=$OFFLINE_MODEL"
+    env = {**os.environ, "OFFLINE_ROOT": str(root)}
+    return subprocess.run(["bash", "-c", command], cwd=tree, env=env, capture_output=True, text=True, check=True).stdout
 
 
 def pack(tree: Path, model: bytes, tamper: bool = False) -> list[Path]:
