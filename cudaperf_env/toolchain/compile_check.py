@@ -71,7 +71,7 @@ def compile_check(
     """Compile ``source`` (a complete .cu translation unit) to a cubin for ``arch``."""
     nvcc = tools.nvcc()
     flags = ["-arch=" + arch, "-cubin", "-Xptxas", "-v", "-std=c++17", "-O3", "-lineinfo"]
-    key = digest("compile_check/2", tools.version(nvcc), *flags, source)
+    key = digest("compile_check/3", tools.version(nvcc), *flags, source)  # /3: paths shortened
     entry = cache_dir("compile_check") / f"{key}.json"
     cubin = entry.with_suffix(".cubin")
     cached = _cached(entry, cubin)

@@ -194,8 +194,37 @@ def _run_limited(
                 _kill_group(proc)
                 raw, _ = proc.communicate()
                 break
-    text = sanitize(raw[: 4 * max_output_chars].decode("utf-8", "replace"))
+    text = shorten_paths(sanitize(raw[: 4 * max_output_chars].decode("utf-8", "replace")), cwd)
     return ToolResult(proc.returncode, truncate(text, max_output_chars), time.perf_counter() - start, timed_out)
+
+
+def shorten_paths(text: str, cwd: str | Path | None = None) -> str:
+    """Compiler output without where this machine keeps things: the CUDA toolkit as ``<cuda>/``, the
+    (random) work folder dropped, so that the same source gets the same diagnostics on any machine."""
+    for prefix in _toolkit_prefixes():
+        text = text.replace(prefix, "<cuda>/")
+    if cwd is not None:
+        for folder in {str(cwd), os.path.realpath(cwd)}:
+            text = text.replace(folder.rstrip("/") + "/", "")
+    return text
+
+
+@lru_cache(maxsize=1)
+def _toolkit_prefixes() -> tuple[str, ...]:
+    """How diagnostics name nvcc's toolkit (``<bin>/../`` for its own headers, and its root), longest first.
+
+    A root shared with the system (``/usr``, ``/``) is left alone: its headers are not all the toolkit's."""
+    try:
+        path = nvcc()
+    except ToolchainError:
+        return ()
+    prefixes = set()
+    for bin_dir in {os.path.dirname(path), os.path.dirname(os.path.realpath(path))}:
+        prefixes.add(bin_dir + "/../")
+        root = os.path.dirname(bin_dir)
+        if root not in ("/", "/usr", "/usr/local"):
+            prefixes.add(root + "/")
+    return tuple(sorted(prefixes, key=len, reverse=True))
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
