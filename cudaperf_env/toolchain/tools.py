@@ -204,8 +204,8 @@ def shorten_paths(text: str, cwd: str | Path | None = None) -> str:
     for prefix in _toolkit_prefixes():
         text = text.replace(prefix, "<cuda>/")
     if cwd is not None:
-        for folder in {str(cwd), os.path.realpath(cwd)}:
-            text = text.replace(folder.rstrip("/") + "/", "")
+        for folder in {str(cwd).rstrip("/"), os.path.realpath(cwd).rstrip("/")} - {""}:  # never "/" itself
+            text = text.replace(folder + "/", "")
     return text
 
 

@@ -10,6 +10,7 @@ def test_the_toolkit_is_named_cuda_and_the_work_folder_is_dropped(tmp_path):
     bin_dir = os.path.dirname(tools.nvcc())
     text = f"{bin_dir}/../include/vector_types.h(564): note\n{tmp_path}/source.cu(3): error: x\n"
     assert tools.shorten_paths(text, tmp_path) == "<cuda>/include/vector_types.h(564): note\nsource.cu(3): error: x\n"
+    assert tools.shorten_paths("/usr/include/x.h(1): note", "/") == "/usr/include/x.h(1): note"
 
 
 def test_system_roots_are_not_taken_for_the_toolkit(monkeypatch):
