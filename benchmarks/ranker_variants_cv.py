@@ -7,7 +7,10 @@ scored by models trained on the other folds' pairs (all configuration kinds):
 - ``dataset only``: pairs of the dataset's implementations (what the shipped model trains on);
 - ``with variants``: every pair, variants included, each task's pairs weighing 1 in all;
 - ``variants as extra weight``: every pair; a task's dataset pairs weigh 1 and its
-  variant pairs another 1 (so the variants add to the dataset pairs, not dilute them).
+  variant pairs another 1 (so the variants add to the dataset pairs, not dilute them);
+- ``three groups``: dataset-dataset, dataset-variant and variant-variant pairs each weigh 1
+  per task;
+- ``no variant-variant pairs``: as ``variants as extra weight`` without the pairs of two variants.
 
 The held-out families' variants are never seen, in training or in scoring.
 
@@ -19,7 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -37,23 +40,38 @@ def has_variant(pair: Pair) -> bool:
     return "~" in pair.faster or "~" in pair.slower
 
 
+def variants_in(pair: Pair) -> int:
+    """0: two dataset implementations, 1: one variant, 2: two variants."""
+    return ("~" in pair.faster) + ("~" in pair.slower)
+
+
 def grouped_weights(pairs: Sequence[Pair]) -> np.ndarray:
     """``1 / (pairs of the same task and the same group)``, groups: dataset pairs, variant pairs (pure)."""
     counts = Counter((p.task, has_variant(p)) for p in pairs)
     return np.array([1.0 / counts[(p.task, has_variant(p))] for p in pairs])
 
 
-ARMS = {
-    "dataset only": (False, task_weights),
-    "with variants": (True, task_weights),
-    "variants as extra weight": (True, grouped_weights),
+def three_group_weights(pairs: Sequence[Pair]) -> np.ndarray:
+    """``1 / (pairs of the same task with as many variants)``: each of the three kinds weighs 1 per task."""
+    counts = Counter((p.task, variants_in(p)) for p in pairs)
+    return np.array([1.0 / counts[(p.task, variants_in(p))] for p in pairs])
+
+
+ARMS: dict[str, tuple[Callable[[Pair], bool], Callable[[Sequence[Pair]], np.ndarray]]] = {
+    "dataset only": (lambda p: not has_variant(p), task_weights),
+    "with variants": (lambda p: True, task_weights),
+    "variants as extra weight": (lambda p: True, grouped_weights),
+    "three groups": (lambda p: True, three_group_weights),
+    "no variant-variant pairs": (lambda p: variants_in(p) < 2, grouped_weights),
 }
+"""Each arm: which pairs train, and how they weigh."""
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--features", help="feature records file (missing records are computed)")
     parser.add_argument("--out", help="write the figures as JSON here")
+    parser.add_argument("--arms", nargs="+", choices=list(ARMS), help="only these arms (default: all)")
     args = parser.parse_args()
     config = TrainConfig()
     train = load_variant_tasks("train")
@@ -64,8 +82,10 @@ def main() -> None:
         "tasks_with_variant_labels": len({p.task for p in pairs if has_variant(p)}),
     }  # fmt: skip
     print(result, flush=True)
-    for name, (variants, weigh) in ARMS.items():
-        scores = family_cv(train, pairs, records, config, FOLDS, fit_pair=lambda p, v=variants: v or not has_variant(p),
+    for name, (fit_pair, weigh) in ARMS.items():
+        if args.arms and name not in args.arms:
+            continue
+        scores = family_cv(train, pairs, records, config, FOLDS, fit_pair=fit_pair,
                            test_pair=lambda p: not has_variant(p), weigh=weigh)
         result[name] = {"mean": float(np.mean(scores)), "folds": scores}
         print(name, round(float(np.mean(scores)), 3), [round(s, 3) for s in scores], flush=True)
