@@ -36,25 +36,26 @@ from cudaperf_env.ranker.train import TrainConfig, task_weights
 FOLDS = 5
 
 
-def has_variant(pair: Pair) -> bool:
-    return "~" in pair.faster or "~" in pair.slower
-
-
 def variants_in(pair: Pair) -> int:
     """0: two dataset implementations, 1: one variant, 2: two variants."""
     return ("~" in pair.faster) + ("~" in pair.slower)
 
 
-def grouped_weights(pairs: Sequence[Pair]) -> np.ndarray:
-    """``1 / (pairs of the same task and the same group)``, groups: dataset pairs, variant pairs (pure)."""
-    counts = Counter((p.task, has_variant(p)) for p in pairs)
-    return np.array([1.0 / counts[(p.task, has_variant(p))] for p in pairs])
+def has_variant(pair: Pair) -> bool:
+    return variants_in(pair) > 0
 
 
-def three_group_weights(pairs: Sequence[Pair]) -> np.ndarray:
-    """``1 / (pairs of the same task with as many variants)``: each of the three kinds weighs 1 per task."""
-    counts = Counter((p.task, variants_in(p)) for p in pairs)
-    return np.array([1.0 / counts[(p.task, variants_in(p))] for p in pairs])
+def weights_by(group: Callable[[Pair], object]) -> Callable[[Sequence[Pair]], np.ndarray]:
+    """Pair weights ``1 / (pairs of the same task and group)``: each group weighs 1 per task."""
+    def weigh(pairs: Sequence[Pair]) -> np.ndarray:
+        counts = Counter((p.task, group(p)) for p in pairs)
+        return np.array([1.0 / counts[(p.task, group(p))] for p in pairs])
+
+    return weigh
+
+
+grouped_weights = weights_by(has_variant)  # dataset pairs and variant pairs each weigh 1 per task
+three_group_weights = weights_by(variants_in)  # the three kinds of pair each weigh 1 per task
 
 
 ARMS: dict[str, tuple[Callable[[Pair], bool], Callable[[Sequence[Pair]], np.ndarray]]] = {
