@@ -77,6 +77,25 @@ def variant_count(task: Task) -> int:
     return sum("~" in i.name for i in task.implementations)
 
 
+def label_progress(tasks: Iterable[Task]) -> dict[str, int]:
+    """How far GPU labelling of ``tasks`` (merged with their variants) has come.
+
+    Returns ``dataset`` and ``variants`` (implementations with GPU labels, the dataset's own
+    and knob variants), ``labelled`` (their sum), ``implementations`` (all) and
+    ``tasks_left`` (tasks with an implementation still unlabelled). For the shipped data:
+    ``label_progress(load_variant_tasks().values())``.
+    """
+    counts = {"dataset": 0, "variants": 0, "labelled": 0, "implementations": 0, "tasks_left": 0}
+    for task in tasks:
+        labelled = [bool(i.labels) for i in task.implementations]
+        counts["variants"] += sum(has for has, i in zip(labelled, task.implementations, strict=True) if "~" in i.name)
+        counts["labelled"] += sum(labelled)
+        counts["implementations"] += len(labelled)
+        counts["tasks_left"] += not all(labelled)
+    counts["dataset"] = counts["labelled"] - counts["variants"]
+    return counts
+
+
 def label_streams(variants: str | Path = VARIANTS_FILE) -> list[Path]:
     """The variant label streams next to a variant file."""
     return sorted(Path(variants).parent.glob(LABEL_FILES))

@@ -87,3 +87,23 @@ def test_labelling_a_task_with_its_variants_on_the_gpu(tmp_path):
     for c in record["configs"]:
         assert set(c["impls"]) == {i.name for i in task.implementations}
         assert not c["mismatches"], c
+
+
+def test_label_progress_counts_labelled_implementations_once_each():
+    import dataclasses
+
+    from cudaperf_env.dataset.variants import label_progress
+
+    tasks = list(load_variant_tasks("validation").values())[:3]  # no variants, the dataset's labels
+    with_variants = list(load_variant_tasks("train", fold=False, only_with_variants=True).values())[:2]
+    unlabelled = [dataclasses.replace(t, implementations=[dataclasses.replace(i, labels=())
+                                                         for i in t.implementations]) for t in with_variants]  # fmt: skip
+    first = unlabelled[0]
+    half = dataclasses.replace(first, implementations=[dataclasses.replace(i, labels=tasks[0].implementations[0].labels)
+                                                       if "~" in i.name else i for i in first.implementations])  # fmt: skip
+    progress = label_progress([*tasks, half, unlabelled[1]])
+    n_variants = variant_count(first)
+    assert progress["variants"] == n_variants and progress["labelled"] == progress["dataset"] + n_variants
+    assert progress["dataset"] == sum(bool(i.labels) for t in tasks for i in t.implementations) > 0
+    assert progress["implementations"] == sum(len(t.implementations) for t in [*tasks, *unlabelled])
+    assert progress["tasks_left"] == 2
