@@ -96,11 +96,14 @@ def test_label_progress_counts_labelled_implementations_once_each():
 
     tasks = list(load_variant_tasks("validation").values())[:3]  # no variants, the dataset's labels
     with_variants = list(load_variant_tasks("train", fold=False, only_with_variants=True).values())[:2]
-    unlabelled = [dataclasses.replace(t, implementations=[dataclasses.replace(i, labels=())
-                                                         for i in t.implementations]) for t in with_variants]  # fmt: skip
+    def relabelled(task, labels, only_variants=False):
+        return dataclasses.replace(task, implementations=[
+            dataclasses.replace(i, labels=labels) if "~" in i.name or not only_variants else i
+            for i in task.implementations])  # fmt: skip
+
+    unlabelled = [relabelled(t, ()) for t in with_variants]
     first = unlabelled[0]
-    half = dataclasses.replace(first, implementations=[dataclasses.replace(i, labels=tasks[0].implementations[0].labels)
-                                                       if "~" in i.name else i for i in first.implementations])  # fmt: skip
+    half = relabelled(first, tasks[0].implementations[0].labels, only_variants=True)
     progress = label_progress([*tasks, half, unlabelled[1]])
     n_variants = variant_count(first)
     assert progress["variants"] == n_variants and progress["labelled"] == progress["dataset"] + n_variants
