@@ -208,9 +208,9 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 def _splits(args: argparse.Namespace) -> dict[str, list[str]] | None:
-    """Each requested split's task ids, where more than one split was rolled out together."""
+    """Each requested split's task ids, where more than one split was asked for (rolled out or in a file)."""
     names = list(dict.fromkeys(args.split or ()))
-    if len(names) < 2 or args.trajectories:
+    if len(names) < 2:
         return None
     from cudaperf_env.dataset import load_splits
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field, fields
@@ -119,8 +120,8 @@ def read_records(path: str | Path) -> list[TurnRecord]:
 
 
 def iter_records(path: str | Path) -> Iterator[TurnRecord]:
-    """Records of a JSONL file, lazily (blank lines skipped)."""
-    with open(path, encoding="utf-8") as f:
+    """Records of a JSONL file (gzip-compressed where it ends in ``.gz``), lazily (blank lines skipped)."""
+    with (gzip.open if str(path).endswith(".gz") else open)(path, "rt", encoding="utf-8") as f:
         for number, line in enumerate(f, start=1):
             if not line.strip():
                 continue

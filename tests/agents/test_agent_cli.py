@@ -74,6 +74,13 @@ def test_evaluate_rolls_several_splits_out_together_and_reports_each(scripted, t
         assert report["per_split"][name]["tasks"] == 2 and len(rolled & set(splits[name])) == 2
     header = next(line for line in capsys.readouterr().out.splitlines() if "metric" in line)
     assert [w for w in header.replace("┃", " ").split()] == ["metric", "all", "validation", "test"]
+    # the same report again from the trajectory file alone
+    assert run(["evaluate", "--trajectories", str(out / "trajectories.jsonl"), "--split", "validation", "--split",
+                "test", "--out-dir", str(tmp_path / "again"), "--no-plots"]) == 0  # fmt: skip
+    again = json.loads((tmp_path / "again" / "report.json").read_text())
+    for name in ("validation", "test"):  # counts equal; float sums may differ in the last bit (another order)
+        assert {k: again["per_split"][name][k] for k in ("tasks", "pass_at_k", "status")} == \
+            {k: report["per_split"][name][k] for k in ("tasks", "pass_at_k", "status")}
 
 
 def test_sampling_keeps_to_source_tokens_unless_told_not_to():

@@ -1,5 +1,6 @@
 """Rollouts with a scripted policy, graded for real on the CPU backend, and their JSONL records."""
 
+import gzip
 import json
 import threading
 from dataclasses import replace
@@ -60,6 +61,9 @@ def test_group_rollout_records_every_turn_with_rewards_and_returns(evaluator, tm
         assert key in lines[0]
     assert lines[0]["model"] == "script" and lines[3]["reward_terms"]["correct"] == 1.0
     assert read_records(out) == records
+    packed = tmp_path / "t.jsonl.gz"
+    packed.write_bytes(gzip.compress(out.read_bytes()))
+    assert read_records(packed) == records  # a committed run's file, compressed
     # where grading time went, stage by stage: a correct reply was built (or found built) and run
     ok = records[3].info
     assert ok["seconds/total"] > 0 and {"seconds/build", "seconds/run"} <= set(ok)  # build: 0 when cached

@@ -69,3 +69,22 @@ def test_a_time_limit_ends_the_run_with_a_checkpoint_to_resume_from(tmp_path, ca
     assert stopped == tmp_path / "checkpoint-1" and (stopped / "trainer_state.pt").is_file()
     assert json.loads(capsys.readouterr().out.splitlines()[-1])["stopped_at"] == 1
     assert not (tmp_path / "adapter").exists()
+
+
+def test_a_shipped_adapter_is_its_config_and_float16_weights_that_load(tmp_path, tiny_tokenizer):
+    from safetensors.torch import load_file
+
+    from agents.sft import ship_adapter
+
+    config = SFTConfig(out=str(tmp_path / "run"), steps=1, batch_size=1, warmup=1, device="cpu", lora_r=4)
+    adapter = train(config, tiny_model(tiny_tokenizer), tiny_tokenizer, TASKS)
+    shipped = ship_adapter(adapter, tmp_path / "shipped", base_name="the tiny model")
+    assert sorted(p.name for p in shipped.iterdir()) == ["adapter_config.json", "adapter_model.safetensors"]
+    assert json.loads((shipped / "adapter_config.json").read_text())["base_model_name_or_path"] == "the tiny model"
+    full = load_file(str(adapter / "adapter_model.safetensors"))
+    half = load_file(str(shipped / "adapter_model.safetensors"))
+    assert full.keys() == half.keys() and all(t.dtype == torch.float16 for t in half.values())
+    assert all(torch.allclose(full[k], half[k].float(), rtol=1e-3, atol=1e-4) for k in full)
+    peft = pytest.importorskip("peft")
+    model = peft.PeftModel.from_pretrained(tiny_model(tiny_tokenizer), str(shipped))
+    assert any("lora_A" in name for name, _ in model.named_parameters())
