@@ -39,6 +39,7 @@ from types import MappingProxyType
 from typing import Any
 
 from agents.grpo.ablation_results import arm_result, comparisons, merge_arm, plot_curves
+from agents.grpo.start_model import start_identity
 
 ARMS: Mapping[str, tuple[str, bool]] = MappingProxyType({
     "speedup_only": ("speedup_only", False),
@@ -295,11 +296,12 @@ EXPERIMENT = "grpo_reward_ablation"
 
 SAME_IN_MERGED = ("steps", "turns", "group", "tasks_per_step", "max_tokens", "lr", "temperature", "train_split",
                   "train_limit", "eval_splits", "eval_limit", "eval_group", "backend",
-                  "source_tokens_only")  # fmt: skip
+                  "source_tokens_only", "start")  # fmt: skip
 """Settings that results combined with ``--merge`` must share (the rest, such as GPUs, may differ)."""
 
-SETTING_BEFORE_IT_EXISTED = {"source_tokens_only": False}
-"""What results written before a setting existed ran with."""
+SETTING_BEFORE_IT_EXISTED = {"source_tokens_only": False, "start": "f1bd4e47eb37488d"}
+"""What results written before a setting existed ran with (``start``: the interim SFT adapter of
+2026-12-02, step 800, merged into the embedded model; agents/data/smollm2-sft until 2026-12-07)."""
 
 
 class MergeMismatchError(ValueError):
@@ -333,7 +335,7 @@ def merged(earlier: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
 def results_config(config: AblationConfig) -> dict[str, Any]:
     """The configuration as the results file keeps it (JSON types)."""
     return {**asdict(config), "arms": list(config.arms), "seeds": list(config.seeds),
-            "eval_splits": list(config.eval_splits)}  # fmt: skip
+            "eval_splits": list(config.eval_splits), "start": start_identity(config.model)}  # fmt: skip
 
 
 def write_results(config: AblationConfig, state: dict[str, str], command: str) -> dict[str, Any]:

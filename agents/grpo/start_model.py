@@ -12,6 +12,7 @@ Run: ``python -m agents.grpo.start_model --model BASE.gguf --adapter runs/sft/ad
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -35,9 +36,27 @@ def export_start_model(model: str, out: str | Path, adapter: str | None = None, 
     target = Path(out)
     without_quantizer(weights).save_pretrained(target)
     tokenizer.save_pretrained(target)
-    provenance = {"base": str(model or default_model_path()), "adapter": adapter, "dtype": dtype}
+    provenance = {"base": str(model or default_model_path()), "adapter": adapter, "dtype": dtype,
+                  "adapter_sha256": adapter_digest(adapter) if adapter else None}  # fmt: skip
     (target / "start_model.json").write_text(json.dumps(provenance, indent=2) + "\n", encoding="utf-8")
     return target
+
+
+def adapter_digest(adapter: str | Path) -> str:
+    """The first 16 hex digits of the sha256 of an adapter's weights: which SFT adapter a start model holds."""
+    return hashlib.sha256((Path(adapter) / "adapter_model.safetensors").read_bytes()).hexdigest()[:16]
+
+
+def start_identity(model: str | Path) -> str:
+    """Which start model ``model`` is: its adapter's digest (``start_model.json``), ``none`` for the base
+    model alone, ``unknown`` for a directory this module did not write (or wrote before it kept the digest)."""
+    try:
+        provenance = json.loads((Path(model) / "start_model.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return "unknown"
+    if provenance.get("adapter") is None:
+        return "none"
+    return str(provenance.get("adapter_sha256") or "unknown")
 
 
 def without_quantizer(model: Any) -> Any:

@@ -220,7 +220,7 @@ def session(seed, pass_at_1, **config):
 
 
 def test_sessions_of_one_seed_each_merge_into_one_ablation():
-    from agents.grpo.ablation import MergeMismatchError, merged
+    from agents.grpo.ablation import SETTING_BEFORE_IT_EXISTED, MergeMismatchError, merged
 
     both = merged(session(0, 0.25), session(1, 0.75, both=True))  # the second session listed seed 0 unmeasured
     arm = both["arms"][0]
@@ -240,6 +240,28 @@ def test_sessions_of_one_seed_each_merge_into_one_ablation():
     assert merged(session(0, 0.25), session(1, 0.75, source_tokens_only=False))["arms"][0]["seeds"] == [0, 1]
     with pytest.raises(MergeMismatchError, match="source_tokens_only"):
         merged(session(0, 0.25), session(1, 0.75, source_tokens_only=True))
+    # results written before the start model was recorded started from the interim SFT adapter
+    interim = SETTING_BEFORE_IT_EXISTED["start"]
+    assert merged(session(0, 0.25), session(1, 0.75, start=interim))["arms"][0]["seeds"] == [0, 1]
+    with pytest.raises(MergeMismatchError, match="start"):
+        merged(session(0, 0.25), session(1, 0.75, start="0123456789abcdef"))
+
+
+def test_results_name_their_start_model_by_its_adapter(tmp_path):
+    from agents.grpo.ablation import AblationConfig, results_config
+    from agents.grpo.start_model import adapter_digest, start_identity
+
+    adapter = tmp_path / "adapter"
+    adapter.mkdir()
+    (adapter / "adapter_model.safetensors").write_bytes(b"weights")
+    start = tmp_path / "start"
+    start.mkdir()
+    digest = adapter_digest(adapter)
+    (start / "start_model.json").write_text(json.dumps({"adapter": str(adapter), "adapter_sha256": digest}))
+    assert results_config(AblationConfig(model=str(start), out=str(tmp_path)))["start"] == adapter_digest(adapter)
+    assert len(adapter_digest(adapter)) == 16
+    (start / "start_model.json").write_text(json.dumps({"adapter": None}))
+    assert start_identity(start) == "none" and start_identity(tmp_path / "nothing") == "unknown"
 
 
 def test_a_merge_with_other_settings_is_refused_before_any_job_runs(tmp_path):

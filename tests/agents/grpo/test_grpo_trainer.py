@@ -113,7 +113,7 @@ def test_task_draws_depend_only_on_seed_and_step():
 def test_start_model_merges_an_adapter_into_a_plain_directory(tmp_path, tiny_tokenizer):
     import peft
 
-    from agents.grpo.start_model import export_start_model
+    from agents.grpo.start_model import adapter_digest, export_start_model, start_identity
 
     base = tiny_model(tiny_tokenizer)
     base.save_pretrained(tmp_path / "base")
@@ -130,6 +130,7 @@ def test_start_model_merges_an_adapter_into_a_plain_directory(tmp_path, tiny_tok
     merged = transformers.AutoModelForCausalLM.from_pretrained(out)
     assert torch.allclose(merged(input_ids=ids).logits, expected, atol=1e-5)
     assert json.loads((out / "start_model.json").read_text())["adapter"] == str(tmp_path / "adapter")
+    assert start_identity(out) == adapter_digest(tmp_path / "adapter")  # what an ablation's merge compares
 
 
 def test_a_batched_rollout_generates_each_turn_of_every_task_in_one_call(tmp_path, tiny_tokenizer):
