@@ -12,7 +12,10 @@ prompts, so the cost of each piece shows as a difference:
 - ``generate``: ``model.generate`` with the same sampling, no stop check;
 - ``merged``: the same with the LoRA adapter merged into the weights (fewer kernels per layer);
 - ``static``: ``merged`` with a static KV cache (``cache_implementation="static"``, which
-  transformers compiles with ``torch.compile`` on CUDA; its first call includes the compile).
+  transformers compiles with ``torch.compile`` on CUDA; its first call includes the compile);
+- ``vllm``: :class:`agents.policies.vllm_policy.VLLMPolicy` (vLLM's offline engine, CUDA graphs)
+  on the merged weights, called as the ``policy`` variant is (``--variants ... vllm``; where
+  vLLM is missing the row records why).
 
 Replies are forced to ``--tokens`` new tokens (``min_new_tokens``), so every variant does the
 same work. By default the model has SmolLM2-135M's shape and random weights (throughput
@@ -110,11 +113,19 @@ def run_variants(model: Any, tokenizer: Any, device: str, batch: int, prompt_tok
                   max_new_tokens=tokens, min_new_tokens=tokens)  # fmt: skip
     for name in variants:
         extra: dict[str, Any] = {}
-        if name == "policy":
+        if name in ("policy", "vllm"):
             # min_new_tokens is not a policy option: the random model almost never samples EOS, so
             # the policy's replies run to max_tokens too (checked: generated tokens are reported).
-            def call() -> Any:
-                return policy.generate(conversations, 1, sampling)
+            try:
+                runner = vllm_policy(model, tokenizer) if name == "vllm" else policy
+            except Exception as exc:  # no vLLM here, or it cannot start: record why
+                row = {"variant": name, "batch": batch, "error": f"{type(exc).__name__}: {exc}"[:300]}
+                print(row, flush=True)
+                yield row
+                continue
+
+            def call(runner: Any = runner) -> Any:
+                return runner.generate(conversations, 1, sampling)
         else:
             if name == "static":
                 extra = {"cache_implementation": "static"}
@@ -133,7 +144,7 @@ def run_variants(model: Any, tokenizer: Any, device: str, batch: int, prompt_tok
                 out = call()
 
             seconds = timed(keep)
-            generated = (sum(len(g.token_ids) for [g] in out) if name == "policy"
+            generated = (sum(len(g.token_ids) for [g] in out) if name in ("policy", "vllm")
                          else int(out.shape[0] * (out.shape[1] - width)))  # fmt: skip
             row = {"variant": name, "batch": batch, "prompt_tokens": width, "new_tokens": generated,
                          "first_call_s": round(warm, 2), "seconds": round(seconds, 2),
@@ -147,13 +158,42 @@ def run_variants(model: Any, tokenizer: Any, device: str, batch: int, prompt_tok
         yield row
 
 
+_VLLM: dict[int, Any] = {}
+
+
+def vllm_policy(model: Any, tokenizer: Any) -> Any:
+    """The vLLM policy (offline engine) on ``model``'s weights with its adapter merged, built once per model.
+
+    The weights go through a temporary transformers directory (vLLM loads from disk); the engine
+    takes a third of the card, beside the transformers copy the other variants time.
+    """
+    if id(model) not in _VLLM:
+        import atexit
+        import copy
+        import importlib.util
+        import shutil
+        import tempfile
+
+        from agents.policies.vllm_policy import VLLMPolicy
+
+        if importlib.util.find_spec("vllm") is None:
+            raise ModuleNotFoundError("vLLM is not installed: pip install 'cudaperf-env[vllm]'")
+        directory = tempfile.mkdtemp(prefix="gpu_generation_vllm_")
+        atexit.register(shutil.rmtree, directory, ignore_errors=True)
+        copy.deepcopy(model).merge_and_unload().save_pretrained(directory)
+        tokenizer.save_pretrained(directory)
+        _VLLM[id(model)] = VLLMPolicy(directory, dtype="bfloat16", gpu_memory_utilization=0.3)
+    return _VLLM[id(model)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch", type=int, nargs="+", default=[32, 256])
     parser.add_argument("--prompt-tokens", type=int, default=700)
     parser.add_argument("--tokens", type=int, default=256)
     parser.add_argument("--lora-r", type=int, default=16)
-    parser.add_argument("--variants", nargs="+", default=["policy", "generate", "merged", "static"])
+    parser.add_argument("--variants", nargs="+", default=["policy", "generate", "merged", "static"],
+                        choices=["policy", "generate", "merged", "static", "vllm"])
     parser.add_argument("--tokenizer", default=None,
                         help="a tokenizer directory or .gguf (default: the embedded model)")
     parser.add_argument("--tiny", action="store_true", help="a 2-layer model (a check of the script on a CPU)")
