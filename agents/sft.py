@@ -25,9 +25,10 @@ import argparse
 import json
 import math
 import random
+import re
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,11 @@ class SFTConfig:
         log_every: Steps between progress lines.
         max_minutes: Stop after this many minutes of training (0: no limit), checkpointing first,
             so a run on a machine lent for a few minutes ends resumable; rerun to continue.
+        rename_entry: Fraction of the examples whose entry function is renamed, in prompt and reply
+            alike (:func:`renamed_examples`). The dataset names its entries by family (47 names for
+            2,100 train tasks), so a model trained on them writes the family's name whatever the
+            prompt asks for: the adapter of 2026-12-07 answered none of the 56 hand-written starter
+            tasks, most of them rejected for a missing entry function.
     """
 
     out: str = "runs/sft"
@@ -87,12 +93,15 @@ class SFTConfig:
     max_examples: int = 0
     log_every: int = 10
     max_minutes: float = 0.0
+    rename_entry: float = 0.0
 
     def __post_init__(self) -> None:
         if min(self.steps, self.batch_size, self.grad_accum, self.save_every, self.lora_r, self.log_every) < 1:
             raise ValueError("steps, batch_size, grad_accum, save_every, lora_r and log_every must be >= 1")
         if not self.lr > 0:
             raise ValueError(f"lr must be > 0, got {self.lr}")
+        if not 0.0 <= self.rename_entry <= 1.0:
+            raise ValueError(f"rename_entry must be in [0, 1], got {self.rename_entry}")
 
 
 @dataclass(frozen=True)
@@ -110,6 +119,65 @@ def sft_examples(tasks: Sequence[Task], system: str = SYSTEM_PROMPT) -> list[Exa
     for task in tasks:
         messages = ({"role": "system", "content": system}, {"role": "user", "content": task_prompt(task)})
         for impl in task.implementations:
+            out.append(Example(task.id, messages, f"```cuda\n{impl.source.strip()}\n```"))
+    return out
+
+
+_NOT_NAME_WORDS = frozenset({"the", "and", "for", "with", "into", "from", "each", "over", "per", "are", "its",
+                             "their", "this", "that", "which", "where", "when", "than", "then", "all", "any",
+                             "one", "two", "holds", "hold", "given", "using", "via"})  # fmt: skip
+
+
+def with_entry(task: Task, name: str) -> Task:
+    """``task`` with its entry function called ``name`` in the reference and every implementation.
+
+    The old name is replaced as a whole word (a kernel ``scan_block`` keeps its name), so the
+    sources stay the same programs; the description is left alone (it may use the name as a word).
+    """
+    old = re.compile(rf"\b{re.escape(task.entry)}\b")
+    sources = tuple(replace(i, source=old.sub(name, i.source)) for i in task.implementations)
+    return replace(task, entry=name, reference_source=old.sub(name, task.reference_source), implementations=sources)
+
+
+def entry_names(task: Task, pool: Sequence[str], rng: random.Random) -> str:
+    """A new entry name for ``task``: half the time another family's entry (so a name says nothing of
+    the family), else one or two words of its description joined by ``_``, with a dtype suffix after
+    one word and half the time after two (``masked_axpy``, ``argmax_f32``, as hand-written tasks name
+    them). Never a word its sources already use."""
+    taken = set(re.findall(r"[A-Za-z_]\w*", task.reference_source + "".join(i.source for i in task.implementations)))
+    words = [w for w in re.findall(r"[a-z]{3,}", task.description.lower()) if w not in _NOT_NAME_WORDS]
+    suffixes = sorted({_short_dtype(a.dtype.name) for a in task.args})
+    for _ in range(20):
+        if words and rng.random() < 0.5:
+            start = rng.randrange(len(words))
+            picked = words[start:start + rng.choice((1, 2))]
+            name = "_".join(picked)
+            if len(picked) == 1 or rng.random() < 0.5:
+                name += "_" + rng.choice(suffixes)
+        else:
+            name = rng.choice(pool)
+        if name != task.entry and name not in taken:
+            return name
+    return task.entry + "_fn"
+
+
+def _short_dtype(dtype: str) -> str:
+    return {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64", "uint8": "u8"}.get(dtype, dtype)
+
+
+def renamed_examples(tasks: Sequence[Task], fraction: float, seed: int = 0, system: str = SYSTEM_PROMPT,
+                     ) -> list[Example]:  # fmt: skip
+    """:func:`sft_examples`, with ``fraction`` of them (chosen with ``seed``) renaming their task's entry."""
+    rng = random.Random(seed)
+    pool = sorted({t.entry for t in tasks})
+    out = []
+    for task in tasks:
+        for impl in task.implementations:
+            shown = task
+            if fraction and rng.random() < fraction:
+                shown = with_entry(replace(task, implementations=(impl,)), entry_names(task, pool, rng))
+                impl = shown.implementations[0]
+            messages = ({"role": "system", "content": system}, {"role": "user", "content": task_prompt(shown)})
             out.append(Example(task.id, messages, f"```cuda\n{impl.source.strip()}\n```"))
     return out
 
@@ -169,7 +237,8 @@ def train(config: SFTConfig, model: Any = None, tokenizer: Any = None, tasks: Se
         from cudaperf_env.dataset import load_dataset
 
         tasks = list(load_dataset(config.split, labels=False).values())
-    data = fitting([encode(tokenizer, x) for x in sft_examples(tasks)], config.max_len, config.max_reply_tokens)
+    examples = renamed_examples(tasks, config.rename_entry, config.seed)
+    data = fitting([encode(tokenizer, x) for x in examples], config.max_len, config.max_reply_tokens)
     if config.max_examples:
         data = data[: config.max_examples]
     if not data:

@@ -88,3 +88,42 @@ def test_a_shipped_adapter_is_its_config_and_float16_weights_that_load(tmp_path,
     peft = pytest.importorskip("peft")
     model = peft.PeftModel.from_pretrained(tiny_model(tiny_tokenizer), str(shipped))
     assert any("lora_A" in name for name, _ in model.named_parameters())
+
+
+def test_a_renamed_entry_is_the_same_program_under_another_name():
+    """The renamed implementation still compiles, runs and is correct on the renamed task (CPU backend)."""
+    from agents.sft import with_entry
+    from cudaperf_env.backends import make_backend
+    from cudaperf_env.dataset import load_dataset
+    from cudaperf_env.evaluate import Evaluator
+    from cudaperf_env.turn import grade
+
+    task = next(t for t in load_dataset("train", labels=False).values() if t.family == "scan")
+    renamed = with_entry(task, "prefix_sums_i32")
+    assert renamed.entry == "prefix_sums_i32" and "prefix_sums_i32" in renamed.reference_source
+    assert f'void {task.entry}(' not in renamed.implementations[0].source
+    evaluator = Evaluator(make_backend("cpu"))
+    turn = grade(renamed, f"```cuda\n{renamed.implementations[0].source}```", evaluator=evaluator)
+    assert turn.evaluation.status == "ok", turn.feedback
+    wrong_name = grade(renamed, f"```cuda\n{task.implementations[0].source}```", evaluator=evaluator)
+    assert wrong_name.evaluation.status == "rejected"  # the family's name no longer answers the prompt
+
+
+def test_renamed_examples_ask_for_the_name_their_reply_defines():
+    import re
+
+    from agents.sft import renamed_examples
+    from cudaperf_env.dataset import load_dataset
+
+    tasks = list(load_dataset("train", labels=False).values())[::50]
+    plain = renamed_examples(tasks, 0.0)
+    assert plain == sft_examples(tasks)
+    examples = renamed_examples(tasks, 0.5, seed=3)
+    assert examples == renamed_examples(tasks, 0.5, seed=3) and len(examples) == len(plain)
+    by_id = {t.id: t for t in tasks}
+    renamed = 0
+    for ex in examples:
+        asked = re.search(r'Define `extern "C" void (\w+)\(', ex.messages[1]["content"]).group(1)
+        assert re.search(rf'extern "C"[^(]*\b{asked}\(', ex.reply), (asked, ex.reply[:300])
+        renamed += asked != by_id[ex.task_id].entry
+    assert 0.3 * len(examples) < renamed < 0.7 * len(examples)
