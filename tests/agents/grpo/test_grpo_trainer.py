@@ -19,8 +19,8 @@ torch = pytest.importorskip("torch")
 from agents.grpo.checkpoint import CheckpointMismatchError, latest_checkpoint  # noqa: E402
 from agents.grpo.config import GRPOConfig  # noqa: E402
 from agents.grpo.logbook import read_metrics  # noqa: E402
-from agents.grpo.start_model import without_quantizer  # noqa: E402
 from agents.grpo.trainer import sample_tasks, train  # noqa: E402
+from agents.model import without_quantizer  # noqa: E402
 from agents.policies.base import Generation  # noqa: E402
 from agents.policies.transformers_policy import TransformersPolicy  # noqa: E402
 from cudaperf_env.prompt import task_prompt  # noqa: E402
