@@ -77,3 +77,11 @@ def test_a_detached_job_outlives_its_command_and_is_waited_for(tmp_path):
     last = subprocess.run(["bash", str(KIT / "wait.sh"), "job", "30"], env=env, capture_output=True, text=True)
     assert last.stdout.strip().endswith("FINISHED")
     assert (tmp_path / "out" / "job.log").read_text().strip() == "done-writing"
+    for run in ("eval", "starter"):  # two reports of one name come back apart
+        (tmp_path / run).mkdir()
+        (tmp_path / run / "report.json").write_text(run)
+    files = [str(tmp_path / "eval" / "report.json"), str(tmp_path / "starter" / "report.json"), str(KIT / "wait.sh")]
+    subprocess.run(["bash", str(KIT / "wait.sh"), "job", "0", *files], env=env, check=True, capture_output=True)
+    assert (tmp_path / "out" / "eval-report.json").read_text() == "eval"
+    assert (tmp_path / "out" / "starter-report.json").read_text() == "starter"
+    assert (tmp_path / "out" / "wait.sh").is_file()
