@@ -68,10 +68,10 @@ class SFTConfig:
         max_minutes: Stop after this many minutes of training (0: no limit), checkpointing first,
             so a run on a machine lent for a few minutes ends resumable; rerun to continue.
         rename_entry: Fraction of the examples whose entry function is renamed, in prompt and reply
-            alike (:func:`renamed_examples`). The dataset names its entries by family (47 names for
-            2,100 train tasks), so a model trained on them writes the family's name whatever the
-            prompt asks for: the adapter of 2026-12-07 answered none of the 56 hand-written starter
-            tasks, most of them rejected for a missing entry function.
+            alike (:func:`sft_examples`). The dataset names its entries by family (47 names for
+            2,100 train tasks), so a model trained on them may write the family's name whatever the
+            prompt asks for: 12 of the 56 replies of the adapter of 2026-12-07 to the hand-written
+            starter tasks were rejected for it (it answered none of them correctly).
     """
 
     out: str = "runs/sft"
@@ -113,16 +113,6 @@ class Example:
     reply: str
 
 
-def sft_examples(tasks: Sequence[Task], system: str = SYSTEM_PROMPT) -> list[Example]:
-    """One example per (task, verified implementation), in task order."""
-    out = []
-    for task in tasks:
-        messages = ({"role": "system", "content": system}, {"role": "user", "content": task_prompt(task)})
-        for impl in task.implementations:
-            out.append(Example(task.id, messages, f"```cuda\n{impl.source.strip()}\n```"))
-    return out
-
-
 _NOT_NAME_WORDS = frozenset({"the", "and", "for", "with", "into", "from", "each", "over", "per", "are", "its",
                              "their", "this", "that", "which", "where", "when", "than", "then", "all", "any",
                              "one", "two", "holds", "hold", "given", "using", "via"})  # fmt: skip
@@ -139,7 +129,7 @@ def with_entry(task: Task, name: str) -> Task:
     return replace(task, entry=name, reference_source=old.sub(name, task.reference_source), implementations=sources)
 
 
-def entry_names(task: Task, pool: Sequence[str], rng: random.Random) -> str:
+def new_entry_name(task: Task, pool: Sequence[str], rng: random.Random) -> str:
     """A new entry name for ``task``: half the time another family's entry (so a name says nothing of
     the family), else one or two words of its description joined by ``_``, with a dtype suffix after
     one word and half the time after two (``masked_axpy``, ``argmax_f32``, as hand-written tasks name
@@ -165,17 +155,18 @@ def _short_dtype(dtype: str) -> str:
     return {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64", "uint8": "u8"}.get(dtype, dtype)
 
 
-def renamed_examples(tasks: Sequence[Task], fraction: float, seed: int = 0, system: str = SYSTEM_PROMPT,
-                     ) -> list[Example]:  # fmt: skip
-    """:func:`sft_examples`, with ``fraction`` of them (chosen with ``seed``) renaming their task's entry."""
+def sft_examples(tasks: Sequence[Task], system: str = SYSTEM_PROMPT, rename_entry: float = 0.0,
+                 seed: int = 0) -> list[Example]:  # fmt: skip
+    """One example per (task, verified implementation), in task order; ``rename_entry`` of them (chosen
+    with ``seed``) ask for and define their entry under a new name (:func:`with_entry`)."""
     rng = random.Random(seed)
     pool = sorted({t.entry for t in tasks})
     out = []
     for task in tasks:
         for impl in task.implementations:
             shown = task
-            if fraction and rng.random() < fraction:
-                shown = with_entry(replace(task, implementations=(impl,)), entry_names(task, pool, rng))
+            if rename_entry and rng.random() < rename_entry:
+                shown = with_entry(replace(task, implementations=(impl,)), new_entry_name(task, pool, rng))
                 impl = shown.implementations[0]
             messages = ({"role": "system", "content": system}, {"role": "user", "content": task_prompt(shown)})
             out.append(Example(task.id, messages, f"```cuda\n{impl.source.strip()}\n```"))
@@ -237,7 +228,7 @@ def train(config: SFTConfig, model: Any = None, tokenizer: Any = None, tasks: Se
         from cudaperf_env.dataset import load_dataset
 
         tasks = list(load_dataset(config.split, labels=False).values())
-    examples = renamed_examples(tasks, config.rename_entry, config.seed)
+    examples = sft_examples(tasks, rename_entry=config.rename_entry, seed=config.seed)
     data = fitting([encode(tokenizer, x) for x in examples], config.max_len, config.max_reply_tokens)
     if config.max_examples:
         data = data[: config.max_examples]

@@ -112,14 +112,12 @@ def test_a_renamed_entry_is_the_same_program_under_another_name():
 def test_renamed_examples_ask_for_the_name_their_reply_defines():
     import re
 
-    from agents.sft import renamed_examples
     from cudaperf_env.dataset import load_dataset
 
     tasks = list(load_dataset("train", labels=False).values())[::50]
-    plain = renamed_examples(tasks, 0.0)
-    assert plain == sft_examples(tasks)
-    examples = renamed_examples(tasks, 0.5, seed=3)
-    assert examples == renamed_examples(tasks, 0.5, seed=3) and len(examples) == len(plain)
+    plain = sft_examples(tasks)
+    examples = sft_examples(tasks, rename_entry=0.5, seed=3)
+    assert examples == sft_examples(tasks, rename_entry=0.5, seed=3) and len(examples) == len(plain)
     by_id = {t.id: t for t in tasks}
     renamed = 0
     for ex in examples:
