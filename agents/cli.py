@@ -96,7 +96,8 @@ def _policy_args(p: argparse.ArgumentParser) -> None:
 
 
 def _tasks(args: argparse.Namespace) -> list[Any]:
-    from cudaperf_env.tasks import find_task, load_tasks
+    from cudaperf_env.dataset import find_task  # starter tasks, task files and the dataset's ids
+    from cudaperf_env.tasks import load_tasks
 
     if args.split:
         from cudaperf_env.dataset import load_dataset
@@ -104,7 +105,7 @@ def _tasks(args: argparse.Namespace) -> list[Any]:
         return [t for split in dict.fromkeys(args.split)
                 for t in _limited(list(load_dataset(split, labels=False).values()), args)]  # fmt: skip
     if args.task:
-        return _limited([find_task(t, None) for t in args.task], args)
+        return _limited([find_task(t) for t in args.task], args)
     return _limited(list(load_tasks(args.task_dir).values()), args)
 
 

@@ -191,7 +191,8 @@ def seed_everything(seed: int) -> None:
 
 def training_tasks(config: GRPOConfig) -> list[Task]:
     """The tasks of ``config.task``, ``config.task_dir`` or ``config.split`` (first ``limit`` of them)."""
-    from cudaperf_env.tasks import find_task, load_tasks
+    from cudaperf_env.dataset import find_task  # starter tasks, task files and the dataset's ids
+    from cudaperf_env.tasks import load_tasks
 
     if config.task:
         tasks = [find_task(t, config.task_dir or None) for t in config.task]

@@ -38,6 +38,13 @@ def test_agent_run_writes_jsonl_and_shows_turns(scripted, tmp_path, capsys):
     assert "turn 2: ok" in shown and "feedback" in shown and "2 turn records" in shown
 
 
+def test_a_dataset_task_is_found_by_its_id(scripted, tmp_path):
+    out = tmp_path / "t.jsonl"
+    assert run(["agent", "run", "--task", "c2cuda/map_binary_0001", "--backend", "cpu", "--turns", "1",
+                "--out", str(out), "--no-show"]) == 0  # fmt: skip
+    assert json.loads(out.read_text().splitlines()[0])["task_id"] == "c2cuda/map_binary_0001"
+
+
 def test_evaluate_reports_on_an_existing_trajectory_file(scripted, tmp_path, capsys):
     out = tmp_path / "t.jsonl"
     run(["agent", "run", "--task", TASK.id, "--backend", "cpu", "--turns", "2", "--out", str(out), "--no-show"])

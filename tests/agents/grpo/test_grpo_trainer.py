@@ -103,6 +103,14 @@ def test_two_steps_train_checkpoint_and_resume_exactly(tmp_path, tiny_tokenizer)
         run(config(tmp_path / "cut", preset="kevin", steps=3), tiny_tokenizer)
 
 
+def test_training_tasks_take_starter_and_dataset_ids():
+    from agents.grpo.config import GRPOConfig
+    from agents.grpo.trainer import training_tasks
+
+    ids = ("c2cuda/saxpy_f32", "c2cuda/map_binary_0001")
+    assert [t.id for t in training_tasks(GRPOConfig(task=ids))] == list(ids)
+
+
 def test_task_draws_depend_only_on_seed_and_step():
     assert sample_tasks(TASKS, 1, 0, 5) == sample_tasks(TASKS, 1, 0, 5)
     draws = {sample_tasks(TASKS, 1, 0, s)[0].id for s in range(20)}
