@@ -71,7 +71,7 @@ class SFTConfig:
             alike (:func:`sft_examples`). The dataset names its entries by family (47 names for
             2,100 train tasks), so a model trained on them may write the family's name whatever the
             prompt asks for: 12 of the 56 replies of the adapter of 2026-12-07 to the hand-written
-            starter tasks were rejected for it (it answered none of them correctly).
+            starter tasks lacked the asked entry (it answered none of them correctly).
     """
 
     out: str = "runs/sft"
