@@ -9,7 +9,9 @@ share the process gets, so quote the figures with it.
 
 Measured on the shared 2-core development machine (nice 10, load average 2-3, torch 2.13 CPU):
 64 new tokens at 10.9 tokens/s with 1 thread, 128 at 1.9 tokens/s with 2 threads (OpenMP
-spin-waits when the cores are shared), model load 25-35 s.
+spin-waits when the cores are shared), model load 25-35 s. On a quiet moment of it (load
+average about 1, 2026-12-07; benchmarks/results/agent_generation_cpu_2026-12-07.json): load 15 s,
+128 tokens at 18.2 / 19.3 tokens/s (1 / 2 threads), 4 samples together 25.1 / 30.9 tokens/s.
 
 Run: ``python benchmarks/agent_generation.py [--model PATH] [--tokens 128] [--group 4] [--threads N] --json``
 """
