@@ -116,15 +116,9 @@ def run_variants(model: Any, tokenizer: Any, device: str, batch: int, prompt_tok
         if name in ("policy", "vllm"):
             # min_new_tokens is not a policy option: the random model almost never samples EOS, so
             # the policy's replies run to max_tokens too (checked: generated tokens are reported).
-            try:
+            # vLLM's engine is built by the first (warm-up) call; where it cannot be, the row says why.
+            def call(name: str = name) -> Any:
                 runner = vllm_policy(model, tokenizer) if name == "vllm" else policy
-            except Exception as exc:  # no vLLM here, or it cannot start: record why
-                row = {"variant": name, "batch": batch, "error": f"{type(exc).__name__}: {exc}"[:300]}
-                print(row, flush=True)
-                yield row
-                continue
-
-            def call(runner: Any = runner) -> Any:
                 return runner.generate(conversations, 1, sampling)
         else:
             if name == "static":
