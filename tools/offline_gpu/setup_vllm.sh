@@ -53,7 +53,7 @@ _setup_vllm() {
   if [ -e "$site/.installed" ]; then
     case ":${PYTHONPATH:-}:" in *":$site:"*) ;; *) export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$site" ;; esac
     # No flashinfer is packed: its sampler probe would fail at engine start. No network: no usage report.
-    export VLLM_SITE="$site" VLLM_USE_FLASHINFER_SAMPLER=0 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 HF_HUB_OFFLINE=1
+    export OFFLINE_VLLM_SITE="$site" VLLM_USE_FLASHINFER_SAMPLER=0 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 HF_HUB_OFFLINE=1
     d=$(find "$site" -maxdepth 1 -name 'vllm-*.dist-info' | head -n 1)
     d=${d##*/vllm-}
     echo "setup_vllm: vllm ${d%.dist-info} installed at $site"
