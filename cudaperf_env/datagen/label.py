@@ -23,7 +23,9 @@ The labelling run is a pipeline sized for one GPU machine:
 
 Each finished task is appended to a JSONL stream at once, so a run cut short keeps
 what it measured, and tasks already in any stream given as ``--done`` are skipped:
-labelling resumes across runs and sessions. Streams committed next to the data file
+labelling resumes across runs and sessions; the tasks left go cheapest family first
+(``cheapest_first``, by the seconds the ``--done`` streams recorded), so a run cut by its
+deadline labels as many implementations as it can. Streams committed next to the data file
 (``labels-h200.jsonl.gz``) are folded into the tasks' labels when the dataset loads
 (``dataset/gpu_labels.py``). Records carry where their time went: per configuration
 the worker's ``phases`` and the request's ``request_s``; per task ``seconds`` on the
@@ -193,8 +195,11 @@ class Labeller:
         self._budget = threading.Lock()
 
     def run(self, tasks: Sequence[Task], out: Path, deadline: float = math.inf, progress=None) -> list[dict]:
-        """Label ``tasks`` (appending to ``out``) until done or until ``time.time() > deadline``."""
-        tasks = label_order(tasks)
+        """Label ``tasks`` in their order (appending to ``out``) until done or until ``time.time() > deadline``.
+
+        Callers order them: :func:`label_order` interleaves families, :func:`cheapest_first` goes by cost.
+        """
+        tasks = list(tasks)
         step = self.options.bundle_tasks
         builds: dict[str, Future] = {}
         for start in range(0, len(tasks), step):
@@ -442,6 +447,26 @@ def tasks_to_label(tasks: Iterable[Task], done: Mapping[str, Mapping[str, Any]],
     return fresh + failed if retry_errors else fresh
 
 
+def cheapest_first(tasks: Sequence[Task], done: Mapping[str, Mapping[str, Any]]) -> list[Task]:
+    """``tasks`` by their family's mean labelling seconds in ``done``, cheapest first (pure; stable).
+
+    A run cut by ``--deadline-s`` then labels the most implementations in its time: a task's
+    cost is set by its family (a bucket_pass task, whose perf configurations hold quadratic
+    kernels of up to 7 s a call, takes 45 s on an H100, the median task 0.6 s). A family
+    without a timed record in ``done`` counts at the median of the families that have one;
+    within a family the order is :func:`label_order`'s.
+    """
+    seconds: dict[str, list[float]] = {}
+    by_id = {t.id: t.family for t in tasks}
+    for record in done.values():
+        family = by_id.get(record["task"])
+        if family is not None and not record["error"] and "seconds" in record:
+            seconds.setdefault(family, []).append(float(record["seconds"]))
+    mean = {family: sum(s) / len(s) for family, s in seconds.items()}
+    unknown = float(np.median(list(mean.values()))) if mean else 0.0
+    return sorted(label_order(tasks), key=lambda t: mean.get(t.family, unknown))
+
+
 def load_label_tasks(source: str, path: str | None = None, kind: str = "c2cuda") -> list[Task]:
     """The tasks of ``source`` (``starter``, ``dataset``, ``variants``) and ``kind`` (``c2cuda``, ``torch2cuda``)."""
     if source == "starter":
@@ -480,6 +505,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--times-out", help="also write {task: {impl: ms}} (perf medians) for structure_vs_speed")
     parser.add_argument("--retry-errors", action="store_true",
                         help="label again the tasks whose last record is an error (after the others)")
+    parser.add_argument("--interleave", action="store_true",
+                        help="interleave families (a run cut short covers each evenly; default: cheapest "
+                             "families first, by the --done streams' seconds per task)")
     parser.add_argument("--pin-above-mb", type=float, default=64, help="page-lock input sets larger than this")
     parser.add_argument("--ray", metavar="ADDRESS", default=None,
                         help="label on a Ray cluster, one actor per GPU (auto, ray://host:port; local: start one "
@@ -489,7 +517,10 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     started = time.time()
     done = read_stream([*args.done, args.out])
-    tasks = tasks_to_label(load_label_tasks(args.source, args.path, args.kind), done, args.retry_errors)[: args.limit]
+    tasks = load_label_tasks(args.source, args.path, args.kind)
+    tasks = tasks_to_label(label_order(tasks) if args.interleave else cheapest_first(tasks, done), done,
+                           args.retry_errors)
+    tasks = tasks[: args.limit]
     options = LabelOptions(pin_above_bytes=int(args.pin_above_mb * (1 << 20)))
     console = Console()
     where = f"the Ray cluster {args.ray}" if args.ray else f"devices {args.devices}"

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from cudaperf_env.datagen.label import Labeller, LabelOptions, label_order
+from cudaperf_env.datagen.label import Labeller, LabelOptions
 from cudaperf_env.errors import BackendUnavailableError
 from cudaperf_env.tasks.schema import Task
 
@@ -48,7 +48,7 @@ def label_tasks(tasks: Sequence[Task], out: str | Path, *, address: str | None =
                 labeller: LabellerFactory = Labeller) -> tuple[list[dict[str, Any]], list[str]]:  # fmt: skip
     """Label ``tasks`` on every GPU of a Ray cluster, appending each record to ``out`` as it comes.
 
-    Tasks go out in chunks of ``chunk`` (in :func:`~cudaperf_env.datagen.label.label_order`), one
+    Tasks go out in chunks of ``chunk``, in their order (the caller's: ``label_order``, ``cheapest_first``), one
     chunk per actor at a time, so two labellers never time on one GPU. No chunk starts after
     ``deadline`` (wall-clock seconds, as ``time.time()``), and each actor's labeller starts no task
     after it. A chunk whose actor died is not labelled: its task ids come back second, and the same
@@ -75,7 +75,7 @@ def label_tasks(tasks: Sequence[Task], out: str | Path, *, address: str | None =
     remote: Any = ray.remote(_LabelActor).options(num_gpus=1, num_cpus=cpus, max_restarts=max_restarts,
                                                   max_task_retries=0)  # fmt: skip
     actors = [remote.remote(options, os.path.join(root, f"label-actor-{i}"), labeller, cpus) for i in range(count)]
-    ordered, size = label_order(tasks), max(1, chunk)
+    ordered, size = list(tasks), max(1, chunk)
     waiting = collections.deque(ordered[k : k + size] for k in range(0, len(ordered), size))
     running: dict[Any, tuple[int, Sequence[Task]]] = {}
     records: list[dict[str, Any]] = []

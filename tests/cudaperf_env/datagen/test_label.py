@@ -11,6 +11,7 @@ from cudaperf_env.datagen.label import (
     Labeller,
     LabelOptions,
     all_configs,
+    cheapest_first,
     input_bytes,
     label_order,
     tasks_to_label,
@@ -105,6 +106,21 @@ def test_implementations_of_consecutive_tasks_build_in_one_bundle():
     assert len(units) == sum(len(t.implementations) for t in tasks)
     assert all(u.library is not None and u.bundled for u in units)
     assert len({u.library for u in units}) == 1 and len({u.symbol for u in units}) == len(units)
+
+
+def test_cheapest_families_go_first_by_the_done_streams_seconds():
+    by_family: dict[str, list] = {}
+    for t in TASKS.values():
+        by_family.setdefault(t.family, []).append(t)
+    slow, fast, unseen = [fam for fam, ts in by_family.items() if len(ts) >= 2][:3]
+    tasks = by_family[slow] + by_family[unseen] + by_family[fast]
+    done = {by_family[slow][0].id: {"task": by_family[slow][0].id, "error": "", "seconds": 40.0},
+            by_family[fast][0].id: {"task": by_family[fast][0].id, "error": "", "seconds": 0.5},
+            by_family[fast][1].id: {"task": by_family[fast][1].id, "error": "perf: killed", "configs": []}}  # fmt: skip
+    families = [t.family for t in cheapest_first(tasks, done)]
+    # fast (0.5 s), then the unseen family at the median of the known means (20.25 s), then slow (40 s)
+    assert families == sorted(families, key=[fast, unseen, slow].index)
+    assert [t.id for t in cheapest_first(tasks, {})] == [t.id for t in label_order(tasks)]  # no timings: interleaved
 
 
 def test_label_order_interleaves_families_and_is_fixed():
