@@ -208,7 +208,8 @@ def main() -> None:
             "benchmark": "gpu_generation", "date": datetime.date.today().isoformat(),
             "device": torch.cuda.get_device_name() if device.startswith("cuda") else platform.processor() or "cpu",
             "driver": _driver(), "torch": torch.__version__, "transformers": transformers.__version__,
-            "model": "tiny" if args.tiny else f"SmolLM2-135M shape, random weights, LoRA r={args.lora_r} unmerged",
+            "model": "tiny" if args.tiny else (f"SmolLM2-135M shape, random weights, LoRA r={args.lora_r} "
+                                               "(unmerged in policy/generate, merged in merged/static/vllm)"),
             "command": "python benchmarks/gpu_generation.py " + " ".join(_argv()), "rows": rows,
         }  # fmt: skip
 
