@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agents.errors import MissingDependencyError
+from agents.errors import AgentError, MissingDependencyError
 from agents.model import split_model_path
 from agents.policies.base import Generation, Message, Sampling, check_batch
 from agents.policies.vocabulary import source_token_ids
@@ -104,6 +104,9 @@ class VLLMPolicy:
         dtype: str = "auto",
         **engine_kwargs: Any,
     ) -> None:
+        if adapter is not None and dtype == "float32":  # vLLM's LoRA kernels assert float16 or bfloat16 weights
+            raise AgentError("vLLM serves LoRA adapters in float16 or bfloat16: pass dtype='bfloat16' "
+                             "(or merge the adapter into a float32 model directory)")  # fmt: skip
         vllm = _import_vllm()
         directory, gguf = split_model_path(model)
         kwargs: dict[str, Any] = dict(seed=seed, dtype=dtype, gpu_memory_utilization=gpu_memory_utilization,

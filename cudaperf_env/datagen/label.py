@@ -276,12 +276,12 @@ class Labeller:
                         worker.kill()
                     worker, served = self._start(device), 0
                 restarted = time.perf_counter() - start_from
-                record, crashed = self._label(worker, device, task, task_builds, inputs, n)
+                record, spent = self._label(worker, device, task, task_builds, inputs, n)
                 record.update(wait_s=round(waited, 3), worker_start_s=round(restarted, 3))
                 _remove_inputs(inputs)
                 self._release(nbytes)
                 served += 1
-                if crashed:
+                if spent:
                     worker.kill()
                     worker = None
                 yield record
@@ -314,7 +314,7 @@ class Labeller:
 
     def _label(self, worker: WorkerProcess, device: int, task: Task, builds: Sequence[UnitBuild],
                inputs: list[list[dict]], n: int) -> tuple[dict, bool]:  # fmt: skip
-        """One task's record, and whether the worker crashed."""
+        """One task's record, and whether its worker must be replaced (it crashed, or a timing failed)."""
         record: dict[str, Any] = {"task": task.id, "digest": task_digest(task), "baseline": task.baseline,
                                   "date": datetime.date.today().isoformat(), "driver": self.driver,
                                   "configs": [], "error": ""}  # fmt: skip
@@ -347,9 +347,9 @@ class Labeller:
             request = time_request(opts, task, list(names.values()), sets, names[task.baseline], pin)
             asked = time.perf_counter()
             reply = worker.request(request, opts.budget_s * 4 + 120)
-            if isinstance(reply, Crash) or not reply.get("ok"):
-                record["error"] = f"{kind} {dict(config)}: {_failure(reply)}"
-                return record, isinstance(reply, Crash)
+            if isinstance(reply, Crash) or not reply.get("ok"):  # a CUDA error poisons the worker's context:
+                record["error"] = f"{kind} {dict(config)}: {_failure(reply)}"  # the next task gets a fresh one
+                return record, True
             by_lib = {lib: impl for impl, lib in names.items()}
             impls = {by_lib[lib]: label_entry(lib, reply) for lib in reply["times"]}
             record["configs"].append({
@@ -435,7 +435,8 @@ def tasks_to_label(tasks: Iterable[Task], done: Mapping[str, Mapping[str, Any]],
 
     An error (a build or launch that fails on the GPU, a configuration past its time limit)
     is mostly deterministic, so it is not retried by default: retried first, such tasks
-    used to take a short run's whole time before any new task started.
+    used to take a short run's whole time before any new task started. The command then
+    orders them by cost (:func:`cheapest_first`): a timeout goes last with its family.
     """
     fresh, failed = [], []
     for task in tasks:
@@ -504,7 +505,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--limit", type=int, default=None, help="label at most this many tasks")
     parser.add_argument("--times-out", help="also write {task: {impl: ms}} (perf medians) for structure_vs_speed")
     parser.add_argument("--retry-errors", action="store_true",
-                        help="label again the tasks whose last record is an error (after the others)")
+                        help="label again the tasks whose last record is an error (in cost order with the "
+                             "others: cheap ones first, a timeout's family last)")
     parser.add_argument("--interleave", action="store_true",
                         help="interleave families (a run cut short covers each evenly; default: cheapest "
                              "families first, by the --done streams' seconds per task)")
@@ -518,8 +520,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     started = time.time()
     done = read_stream([*args.done, args.out])
     tasks = load_label_tasks(args.source, args.path, args.kind)
-    tasks = tasks_to_label(label_order(tasks) if args.interleave else cheapest_first(tasks, done), done,
-                           args.retry_errors)
+    tasks = tasks_to_label(tasks, done, args.retry_errors)
+    tasks = label_order(tasks) if args.interleave else cheapest_first(tasks, done)
     tasks = tasks[: args.limit]
     options = LabelOptions(pin_above_bytes=int(args.pin_above_mb * (1 << 20)))
     console = Console()

@@ -48,19 +48,35 @@ def test_vllm_and_transformers_agree_on_greedy_replies(model):
 
 
 def test_vllm_serves_the_shipped_lora_adapter_as_transformers_applies_it(model):
-    """The vLLM policy with ``adapter=`` (a ``LoRARequest``, unmerged) against transformers with the
-    adapter merged: the same greedy reply where float32 rounding leaves them equal (the first 32
-    tokens), and not the base model's reply, so the adapter was applied."""
+    """The vLLM policy with ``adapter=`` (a ``LoRARequest``, unmerged, bfloat16: vLLM's LoRA kernels
+    take no float32) against transformers with the adapter merged (float32): fed vLLM's greedy reply,
+    transformers' own greedy choice agrees with nearly every token (bfloat16 flips only near-ties),
+    and agrees less without the adapter, so the adapter vLLM applied is the one transformers applies."""
     from agents.model import default_adapter_path
     from agents.policies.transformers_policy import TransformersPolicy
     from agents.policies.vllm_policy import VLLMPolicy
 
     adapter = default_adapter_path()
-    hf = greedy_reply(TransformersPolicy(model, adapter=adapter, device="cuda", dtype="float32"))
-    engine = VLLMPolicy(model, adapter=adapter, max_lora_rank=8, dtype="float32", gpu_memory_utilization=0.3,
+    engine = VLLMPolicy(model, adapter=adapter, max_lora_rank=8, dtype="bfloat16", gpu_memory_utilization=0.3,
                         enforce_eager=True)  # fmt: skip
-    vl = greedy_reply(engine)
-    engine.lora = None  # the same engine without the adapter: the base model's reply
-    base = greedy_reply(engine)
-    assert hf.token_ids[:32] == vl.token_ids[:32], (hf.text, vl.text)
-    assert vl.token_ids[:32] != base.token_ids[:32], "the adapter changed nothing"
+    reply = greedy_reply(engine).token_ids
+    merged = greedy_agreement(TransformersPolicy(model, adapter=adapter, device="cuda", dtype="float32"), reply)
+    base = greedy_agreement(TransformersPolicy(model, device="cuda", dtype="float32"), reply)
+    assert merged >= 0.9 and merged > base, (merged, base)
+
+
+def greedy_agreement(policy, reply):
+    """The fraction of ``reply``'s tokens that ``policy``'s model, fed the reply so far, would pick greedily."""
+    import torch
+
+    from agents.context import SYSTEM_PROMPT
+    from cudaperf_env.prompt import task_prompt
+    from cudaperf_env.tasks import load_tasks
+
+    messages = [{"role": "system", "content": SYSTEM_PROMPT},
+                {"role": "user", "content": task_prompt(load_tasks()["c2cuda/saxpy_f32"])}]  # fmt: skip
+    prompt = policy._encode(messages)
+    ids = torch.tensor([prompt + list(reply)], device=policy.model.device)
+    with torch.no_grad():
+        picks = policy.model(ids).logits[0, len(prompt) - 1 : -1].argmax(-1).tolist()
+    return sum(a == b for a, b in zip(picks, reply, strict=True)) / len(reply)

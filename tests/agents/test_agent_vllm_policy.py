@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from agents.errors import MissingDependencyError
+from agents.errors import AgentError, MissingDependencyError
 from agents.policies.base import Sampling
 from agents.policies.vllm_policy import VLLMPolicy, generations_of, sampling_params_kwargs
 
@@ -70,3 +70,9 @@ def test_building_the_policy_without_vllm_says_what_to_install(tmp_path):
             VLLMPolicy(tmp_path)
     else:  # pragma: no cover - a GPU machine
         pytest.skip("vllm is installed: the real engine is tested by the gpu-marked test")
+
+
+def test_a_lora_adapter_in_float32_is_refused_before_an_engine_starts(tmp_path):
+    """vLLM's LoRA kernels assert half-precision weights (found on an H100, 2026-12-07): say so at once."""
+    with pytest.raises(AgentError, match="float16 or bfloat16"):
+        VLLMPolicy(tmp_path, adapter=tmp_path / "adapter", dtype="float32")

@@ -16,12 +16,15 @@ pytestmark = pytest.mark.gpu
 
 @pytest.fixture(scope="module")
 def start_model(tmp_path_factory):
+    """The start model of docs/grpo.md: the embedded model with the shipped SFT adapter merged. From the
+    base model every reply of every group can fail alike (2026-12-07, vllm: all rewards -0.25), which
+    leaves no advantage and so no optimizer step to test."""
     pytest.importorskip("peft", reason="needs the grpo extra: pip install 'cudaperf-env[grpo]'")
     from agents.grpo.start_model import export_start_model
-    from agents.model import default_model_path
+    from agents.model import default_adapter_path, default_model_path
 
     return export_start_model(os.environ.get("CUDAPERF_AGENT_MODEL") or str(default_model_path()),
-                              tmp_path_factory.mktemp("start"))  # fmt: skip
+                              tmp_path_factory.mktemp("start"), adapter=str(default_adapter_path()))  # fmt: skip
 
 
 @pytest.mark.parametrize(("generator", "rollout"), [("transformers", "overlapped"), ("merged", "batched"),

@@ -50,6 +50,61 @@ def test_an_implementation_that_does_not_build_is_dropped_not_its_task(tmp_path)
     assert dropped == {task.implementations[1].name: 'build: x.cu(3): error: identifier "tid" is undefined'}
 
 
+FAULTING_SAXPY = """
+__global__ void saxpy_far(int n, float a, const float* x, float* y) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i + (1LL << 40)] = a * x[i] + y[i];  // a terabyte past the buffer: an illegal address
+}
+
+extern "C" void saxpy(int n, float a, const float* x, float* y) {
+  saxpy_far<<<(n + 255) / 256, 256>>>(n, a, x, y);
+}
+"""
+
+
+class ScriptedWorker:
+    """A labelling worker that loads every library and answers ``time`` with ``timed``."""
+
+    early_replies = [{"name": "scripted"}]
+
+    def __init__(self, timed: dict):
+        self.timed = timed
+
+    def request(self, message: dict, timeout: float) -> dict:
+        return {"ok": True} if message["op"] == "load" else self.timed
+
+
+def test_a_failed_timing_replaces_the_worker_a_cuda_error_leaves_unusable(tmp_path):
+    task = TASKS["c2cuda/saxpy_f32"]
+    builds = [UnitBuild(tmp_path / f"{i}.so", "cudaperf_call", "", True, "") for i in range(len(task.implementations))]
+    inputs = [[{"size": 8}] for _ in all_configs(task)]
+    labeller = Labeller(devices=(0,), arch="sm_90")
+    try:
+        illegal = ScriptedWorker({"ok": False, "error": "cudaErrorIllegalAddress: an illegal memory access"})
+        record, replace = labeller._label(illegal, 0, task, builds, inputs, 0)
+    finally:
+        labeller.close()
+    assert replace and "cudaErrorIllegalAddress" in record["error"] and record["configs"] == []
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available(), reason="needs an NVIDIA GPU")
+def test_a_kernel_that_faults_costs_its_own_task_only(tmp_path):
+    """An illegal address is sticky: the context it happened in fails every later call. The labeller
+    starts the next task in a fresh worker, so the healthy task after the faulting one is labelled."""
+    saxpy = TASKS["c2cuda/saxpy_f32"]
+    fault = dataclasses.replace(saxpy.implementations[-1], source=FAULTING_SAXPY)
+    faulting = dataclasses.replace(saxpy, id="c2cuda/saxpy_fault", implementations=(saxpy.implementations[0], fault))
+    labeller = Labeller()
+    try:
+        records = labeller.run([faulting, TASKS["c2cuda/matmul_f32"]], tmp_path / "labels.jsonl")
+    finally:
+        labeller.close()
+    by_task = {r["task"]: r for r in records}
+    assert "illegal" in by_task["c2cuda/saxpy_fault"]["error"].lower(), by_task["c2cuda/saxpy_fault"]
+    assert by_task["c2cuda/matmul_f32"]["error"] == "" and by_task["c2cuda/matmul_f32"]["configs"]
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not gpu_available(), reason="needs an NVIDIA GPU")
 def test_labelling_two_starter_tasks_on_the_gpu(tmp_path):
