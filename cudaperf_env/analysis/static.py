@@ -232,6 +232,8 @@ def source_features(analysis: SourceAnalysis) -> dict[str, float | int | bool | 
         "global_stores": sum(a.op == "store" for a in mem),
         "coalesced_accesses": verdicts.count(COALESCED),
         "strided_accesses": verdicts.count(STRIDED),
+        "strided_loads": sum(a.verdict == STRIDED and a.op == "load" for a in mem),
+        "strided_stores": sum(a.verdict == STRIDED and a.op == "store" for a in mem),
         "uniform_accesses": verdicts.count(BROADCAST),
         "indirect_accesses": verdicts.count(GATHER),
         "unknown_accesses": verdicts.count(UNCLEAR),

@@ -46,7 +46,7 @@ STATIC = (
     "divergent_barriers", "warp_primitives", "warp_syncs", "smem_tree_reductions", "global_atomics",
     "shared_atomics", "contended_atomics", "indirect_global_atomics", "loops", "unrolled_loops",
     "grid_stride_loops", "max_loop_depth", "flops_weighted", "int_divmods_weighted", "coalescing",
-    "vectorized_fraction",
+    "vectorized_fraction", "strided_loads", "strided_stores",
     "arithmetic_intensity", "structural_score", *(f"score_{c}" for c in COMPONENTS),
 )  # fmt: skip
 COMPILER = (
