@@ -57,8 +57,10 @@ def split_model_path(path: str | Path) -> tuple[Path, str | None]:
     return p, None
 
 
-def export_hf_model(path: str | Path, out: str | Path, dtype: str = "float32") -> Path:
-    """Write a GGUF (or any local) model as a plain transformers directory (config, safetensors, tokenizer).
+def export_hf_model(path: str | Path, out: str | Path, dtype: str = "float32", adapter: str | Path | None = None
+                    ) -> Path:  # fmt: skip
+    """Write a GGUF (or any local) model as a plain transformers directory (config, safetensors, tokenizer),
+    with a PEFT LoRA ``adapter`` merged into its weights when given.
 
     vLLM and PEFT work best from such a directory; the GGUF's quantized weights
     are de-quantized once here, so every backend then loads the same weights.
@@ -70,6 +72,10 @@ def export_hf_model(path: str | Path, out: str | Path, dtype: str = "float32") -
     kwargs: dict[str, object] = {"local_files_only": True, **({"gguf_file": gguf} if gguf else {})}
     model = AutoModelForCausalLM.from_pretrained(directory, dtype=getattr(torch, dtype), **kwargs)
     tokenizer = AutoTokenizer.from_pretrained(directory, **kwargs)
+    if adapter:
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(model, str(adapter), local_files_only=True).merge_and_unload()
     target = Path(out)
     without_quantizer(model).save_pretrained(target)
     tokenizer.save_pretrained(target)

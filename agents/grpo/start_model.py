@@ -15,27 +15,13 @@ import argparse
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
 
 
 def export_start_model(model: str, out: str | Path, adapter: str | None = None, dtype: str = "float32") -> Path:
     """Write ``model`` (merged with ``adapter`` when given) as a transformers directory at ``out``."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from agents.model import default_model_path, export_hf_model
 
-    from agents.model import default_model_path, split_model_path, without_quantizer
-
-    directory, gguf = split_model_path(model or default_model_path())
-    kwargs: dict[str, Any] = {"local_files_only": True, **({"gguf_file": gguf} if gguf else {})}
-    tokenizer = AutoTokenizer.from_pretrained(directory, **kwargs)
-    weights = AutoModelForCausalLM.from_pretrained(directory, dtype=getattr(torch, dtype), **kwargs)
-    if adapter:
-        from peft import PeftModel
-
-        weights = PeftModel.from_pretrained(weights, adapter, local_files_only=True).merge_and_unload()
-    target = Path(out)
-    without_quantizer(weights).save_pretrained(target)
-    tokenizer.save_pretrained(target)
+    target = export_hf_model(model or default_model_path(), out, dtype=dtype, adapter=adapter)
     provenance = {"base": str(model or default_model_path()), "adapter": adapter, "dtype": dtype,
                   "adapter_sha256": adapter_digest(adapter) if adapter else None}  # fmt: skip
     (target / "start_model.json").write_text(json.dumps(provenance, indent=2) + "\n", encoding="utf-8")
