@@ -435,8 +435,8 @@ def tasks_to_label(tasks: Iterable[Task], done: Mapping[str, Mapping[str, Any]],
 
     An error (a build or launch that fails on the GPU, a configuration past its time limit)
     is mostly deterministic, so it is not retried by default: retried first, such tasks
-    used to take a short run's whole time before any new task started. The command then
-    orders them by cost (:func:`cheapest_first`): a timeout goes last with its family.
+    used to take a short run's whole time before any new task started. :func:`run_order`
+    orders them by cost with the others: a timeout goes last with its family.
     """
     fresh, failed = [], []
     for task in tasks:
@@ -466,6 +466,20 @@ def cheapest_first(tasks: Sequence[Task], done: Mapping[str, Mapping[str, Any]])
     mean = {family: sum(s) / len(s) for family, s in seconds.items()}
     unknown = float(np.median(list(mean.values()))) if mean else 0.0
     return sorted(label_order(tasks), key=lambda t: mean.get(t.family, unknown))
+
+
+def run_order(tasks: Sequence[Task], done: Mapping[str, Mapping[str, Any]], retry_errors: bool = False,
+              interleave: bool = False) -> list[Task]:  # fmt: skip
+    """The tasks a run labels (:func:`tasks_to_label`), in the order it labels them (pure).
+
+    Cheapest family first (:func:`cheapest_first`, whose family costs come from every task's
+    record, so ordered before the choice), or families interleaved (:func:`label_order`). Retried
+    errors take their family's place: a context poisoned by another task's fault left cheap ones, a
+    timeout is in an expensive family.
+    """
+    chosen = {t.id for t in tasks_to_label(tasks, done, retry_errors)}
+    ordered = label_order(tasks) if interleave else cheapest_first(tasks, done)
+    return [t for t in ordered if t.id in chosen]
 
 
 def load_label_tasks(source: str, path: str | None = None, kind: str = "c2cuda") -> list[Task]:
@@ -520,8 +534,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     started = time.time()
     done = read_stream([*args.done, args.out])
     tasks = load_label_tasks(args.source, args.path, args.kind)
-    tasks = tasks_to_label(tasks, done, args.retry_errors)
-    tasks = label_order(tasks) if args.interleave else cheapest_first(tasks, done)
+    tasks = run_order(tasks, done, args.retry_errors, args.interleave)
     tasks = tasks[: args.limit]
     options = LabelOptions(pin_above_bytes=int(args.pin_above_mb * (1 << 20)))
     console = Console()

@@ -14,6 +14,7 @@ from cudaperf_env.datagen.label import (
     cheapest_first,
     input_bytes,
     label_order,
+    run_order,
     tasks_to_label,
     usable_builds,
 )
@@ -176,6 +177,22 @@ def test_cheapest_families_go_first_by_the_done_streams_seconds():
     # fast (0.5 s), then the unseen family at the median of the known means (20.25 s), then slow (40 s)
     assert families == sorted(families, key=[fast, unseen, slow].index)
     assert [t.id for t in cheapest_first(tasks, {})] == [t.id for t in label_order(tasks)]  # no timings: interleaved
+
+
+def test_a_run_retries_errors_in_their_familys_place_not_after_new_tasks():
+    """Retried errors of a cheap family (a worker poisoned by another task's fault left many) go
+    before new tasks of an expensive one: the costs come from every record, not the chosen tasks'."""
+    by_family: dict[str, list] = {}
+    for t in TASKS.values():
+        by_family.setdefault(t.family, []).append(t)
+    slow, fast = [fam for fam, ts in by_family.items() if len(ts) >= 2][:2]
+    (timed_slow, new_slow), (timed_fast, failed_fast) = by_family[slow][:2], by_family[fast][:2]
+    done = {t.id: {"task": t.id, "digest": task_digest(t), "error": "", "seconds": s}
+            for t, s in ((timed_slow, 40.0), (timed_fast, 0.5))}  # fmt: skip
+    done[failed_fast.id] = {"task": failed_fast.id, "digest": task_digest(failed_fast), "error": "illegal address"}
+    tasks = [timed_slow, new_slow, timed_fast, failed_fast]
+    assert [t.id for t in run_order(tasks, done, retry_errors=True)] == [failed_fast.id, new_slow.id]
+    assert [t.id for t in run_order(tasks, done)] == [new_slow.id]
 
 
 def test_label_order_interleaves_families_and_is_fixed():
