@@ -10,7 +10,11 @@ loads from a scatter's strided stores). Two measures for each:
 - trained on the whole train split: the test split's perf pairs (all, the held-out families,
   per family), as ``cudaperf ranker eval --split test`` reports them.
 
-Run: ``python benchmarks/ranker_feature_cv.py [--without NAME ...] [--features FILE] [--out result.json]``.
+``--weights`` picks how pairs weigh (``ranker_variants_cv.py``'s arms): ``task`` (each task's pairs
+weigh 1 in all, as shipped), ``grouped`` (a task's dataset pairs weigh 1 and its variant pairs
+another 1) or ``grouped-no-vv`` (the same without pairs of two variants).
+
+Run: ``python benchmarks/ranker_feature_cv.py [--without NAME ...] [--weights W] [--features FILE] [--out F]``.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from ranker_variants_cv import grouped_weights, variants_in
 
 from cudaperf_env.dataset import load_dataset
 from cudaperf_env.dataset.variants import label_progress, load_variant_tasks
@@ -34,15 +39,20 @@ from cudaperf_env.ranker.train import TrainConfig, fit, pair_rows, task_weights
 
 FOLDS = 5
 STRIDED_SPLIT = ("static/strided_loads", "static/strided_stores")
+WEIGHTS = {"task": (lambda p: True, task_weights), "grouped": (lambda p: True, grouped_weights),
+           "grouped-no-vv": (lambda p: variants_in(p) < 2, grouped_weights)}  # fmt: skip
 
 
-def measure(config: TrainConfig, train: dict, test: dict, records: dict) -> dict:
+def measure(config: TrainConfig, train: dict, test: dict, records: dict, weights: str = "task") -> dict:
     """The CV folds and the test split's figures of one training configuration."""
     started = time.perf_counter()
+    fit_pair, weigh = WEIGHTS[weights]
     pairs = dataset_pairs(train.values(), config.pair_kinds, config.deadband)
-    folds = family_cv(train, pairs, records, config, FOLDS, test_pair=lambda p: "~" not in p.faster + p.slower)
+    folds = family_cv(train, pairs, records, config, FOLDS, fit_pair=fit_pair,
+                      test_pair=lambda p: "~" not in p.faster + p.slower, weigh=weigh)  # fmt: skip
+    pairs = [p for p in pairs if fit_pair(p)]
     faster, slower, ctx, kept = pair_rows(pairs, records, config.features)
-    model = fit(config, faster, slower, ctx, task_weights([pairs[i] for i in kept]))
+    model = fit(config, faster, slower, ctx, weigh([pairs[i] for i in kept]))
     seen = {t.family for t in train.values()}
     figures = compare(model, dataset_pairs(test.values(), ("perf",), config.deadband), records, test,
                       seen_families=seen)  # fmt: skip
@@ -56,6 +66,7 @@ def measure(config: TrainConfig, train: dict, test: dict, records: dict) -> dict
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--without", nargs="+", default=list(STRIDED_SPLIT), help="features the second arm leaves out")
+    parser.add_argument("--weights", choices=list(WEIGHTS), default="task", help="how pairs weigh (both arms)")
     parser.add_argument("--features", help="feature records file (missing records are computed)")
     parser.add_argument("--out", help="write the figures as JSON here")
     args = parser.parse_args()
@@ -63,11 +74,11 @@ def main() -> None:
     records = records_for([*train.values(), *test.values()], args.features)
     shipped = TrainConfig()
     arms = {"with": shipped, "without": dataclasses.replace(shipped, exclude=(*shipped.exclude, *args.without))}
-    result: dict = {"without": args.without, "labels": label_progress(train.values()),
+    result: dict = {"without": args.without, "weights": args.weights, "labels": label_progress(train.values()),
                     "machine": f"{platform.machine()} CPU, Python {platform.python_version()}",
                     "date": datetime.date.today().isoformat()}  # fmt: skip
     for name, config in arms.items():
-        result[name] = measure(config, train, test, records)
+        result[name] = measure(config, train, test, records, args.weights)
         row = result[name]
         print(f"{name:8s} CV {row['cv_mean']:.3f} {[round(f, 3) for f in row['cv_folds']]}  test "
               f"{row['test_accuracy']:.3f} (held-out families {row['test_unseen_families']:.3f}, "
