@@ -23,16 +23,21 @@ def model(tmp_path):
     return export_hf_model(os.environ.get("CUDAPERF_AGENT_MODEL") or default_model_path(), tmp_path / "hf")
 
 
-def greedy_reply(policy):
-    """``policy``'s greedy reply to the saxpy task's first-turn prompt."""
+def saxpy_messages():
+    """The saxpy task's first-turn conversation."""
     from agents.context import SYSTEM_PROMPT
-    from agents.policies.base import Sampling
     from cudaperf_env.prompt import task_prompt
     from cudaperf_env.tasks import load_tasks
 
-    messages = [{"role": "system", "content": SYSTEM_PROMPT},
-                {"role": "user", "content": task_prompt(load_tasks()["c2cuda/saxpy_f32"])}]  # fmt: skip
-    [[reply]] = policy.generate([messages], 1, Sampling(temperature=0.0, max_tokens=GREEDY_TOKENS,
+    return [{"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": task_prompt(load_tasks()["c2cuda/saxpy_f32"])}]  # fmt: skip
+
+
+def greedy_reply(policy):
+    """``policy``'s greedy reply to the saxpy task's first-turn prompt."""
+    from agents.policies.base import Sampling
+
+    [[reply]] = policy.generate([saxpy_messages()], 1, Sampling(temperature=0.0, max_tokens=GREEDY_TOKENS,
                                                         stop_after_code_block=False))  # fmt: skip
     return reply
 
@@ -69,13 +74,7 @@ def greedy_agreement(policy, reply):
     """The fraction of ``reply``'s tokens that ``policy``'s model, fed the reply so far, would pick greedily."""
     import torch
 
-    from agents.context import SYSTEM_PROMPT
-    from cudaperf_env.prompt import task_prompt
-    from cudaperf_env.tasks import load_tasks
-
-    messages = [{"role": "system", "content": SYSTEM_PROMPT},
-                {"role": "user", "content": task_prompt(load_tasks()["c2cuda/saxpy_f32"])}]  # fmt: skip
-    prompt = policy._encode(messages)
+    prompt = policy._encode(saxpy_messages())
     ids = torch.tensor([prompt + list(reply)], device=policy.model.device)
     with torch.no_grad():
         picks = policy.model(ids).logits[0, len(prompt) - 1 : -1].argmax(-1).tolist()
