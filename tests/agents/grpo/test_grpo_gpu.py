@@ -27,8 +27,12 @@ def start_model(tmp_path_factory):
                               tmp_path_factory.mktemp("start"), adapter=str(default_adapter_path()))  # fmt: skip
 
 
-@pytest.mark.parametrize(("generator", "rollout"), [("transformers", "overlapped"), ("merged", "batched"),
-                                                    ("vllm", "overlapped")])  # fmt: skip
+# vLLM's first start on a machine compiles the model and captures CUDA graphs: 190 s on an H100 (2026-12-07),
+# more than the suite's 300 s leaves beside two steps.
+VLLM_CASE = pytest.param("vllm", "overlapped", marks=pytest.mark.timeout(900))
+
+
+@pytest.mark.parametrize(("generator", "rollout"), [("transformers", "overlapped"), ("merged", "batched"), VLLM_CASE])
 def test_two_grpo_steps_on_the_gpu(tmp_path, start_model, generator, rollout):
     if generator == "vllm":
         pytest.importorskip("vllm", reason="needs vLLM: pip install 'cudaperf-env[vllm]'")
