@@ -4,7 +4,7 @@ Two modes:
 
 * a sample: one task per family (``--per-family``), starting at the ``--skip``-th of each; prints one
   JSON line per implementation (status, message, race-check seconds) and a summary. No false race
-  means every one is correct;
+  means every one is correct. ``--variants``: tasks with knob variants, every variant evaluated too;
 * ``--all``: every task, as the dataset builder verifies a candidate (``datagen.verify.verify_task``:
   every implementation on every shown and hidden configuration), over ``--workers`` processes, each
   verdict appended to ``--verdicts FILE`` as it comes (keyed by the task's digest, so a rerun goes on
@@ -14,6 +14,7 @@ Two modes:
 Run::
 
     python benchmarks/cpu_fidelity_dataset.py --per-family 1 --skip 0 > /tmp/fidelity_dataset.jsonl
+    python benchmarks/cpu_fidelity_dataset.py --per-family 1 --variants > /tmp/fidelity_variants.jsonl
     python benchmarks/cpu_fidelity_dataset.py --all --workers 16   # --verdicts: the committed log, resumed
 """
 
@@ -28,15 +29,23 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cudaperf_env.backends.cpu.backend import CpuBackend  # noqa: E402
 from cudaperf_env.dataset.load import load_records  # noqa: E402
+from cudaperf_env.dataset.variants import load_variant_tasks  # noqa: E402
 from cudaperf_env.evaluate import Evaluator  # noqa: E402
 from cudaperf_env.tasks import parse_task  # noqa: E402
 
 
-def sample(per_family: int, skip: int) -> None:
-    """One JSON line per implementation of ``per_family`` tasks of each family, then a summary."""
+def sample(per_family: int, skip: int, variants: bool = False) -> None:
+    """One JSON line per implementation of ``per_family`` tasks of each family, then a summary.
+
+    With ``variants``: tasks that have knob variants (the train split's), each with all of them.
+    """
+    records = load_records(labels=False)
+    variant_tasks = load_variant_tasks() if variants else {}
+    if variants:
+        records = [r for r in records if r["id"] in variant_tasks]
     seen: dict[str, int] = {}
     chosen = []
-    for record in load_records(labels=False):
+    for record in records:
         k = seen.get(record["family"], 0)
         seen[record["family"]] = k + 1
         if skip <= k < skip + per_family:
@@ -45,7 +54,7 @@ def sample(per_family: int, skip: int) -> None:
     correct = total = checked = 0
     started = time.time()
     for record in chosen:
-        task = parse_task(record, record["id"])
+        task = variant_tasks.get(record["id"]) or parse_task(record, record["id"])
         for impl in task.implementations:
             e = evaluator.evaluate(task, impl.source, 7)
             total += 1
@@ -91,6 +100,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--per-family", type=int, default=1, help="tasks per family (sample mode)")
     parser.add_argument("--skip", type=int, default=0, help="tasks skipped at the start of each family")
+    parser.add_argument("--variants", action="store_true", help="sample tasks with their knob variants (sample mode)")
     parser.add_argument("--all", action="store_true", help="every task of the dataset (resumable with --verdicts)")
     parser.add_argument("--workers", type=int, default=1, help="verification processes (with --all)")
     parser.add_argument("--verdicts", type=Path, default=Path("benchmarks/results/cpu_fidelity_dataset_all.jsonl"),
@@ -100,7 +110,7 @@ def main() -> None:
     if args.all:
         everything(args.workers, args.verdicts, args.deadline_s)
     else:
-        sample(args.per_family, args.skip)
+        sample(args.per_family, args.skip, args.variants)
 
 
 if __name__ == "__main__":

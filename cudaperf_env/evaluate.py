@@ -102,8 +102,8 @@ class EvalOptions:
         schedules: Extra runs of the smallest configuration, each with another seeded order of blocks and
             threads, on backends that run blocks one after another (``cpu``): a result that depends on the
             order is a race (``docs/cpu-backend.md``, fidelity). 0 turns them off.
-        racecheck: One more run of the smallest configuration under the shadow-memory race detector, on
-            backends that have one (``cpu``).
+        racecheck: One more run of the smallest configuration under the shadow-memory race detector, with
+            every index into an array of known size checked, on backends that have one (``cpu``).
         mode: ``native`` (CUDA C++ defining the task's entry) or ``kernelbench`` (Python defining ``ModelNew``
             with load_inline, torch2cuda tasks on a GPU backend; ``evaluate_kernelbench.py``).
     """
@@ -363,7 +363,8 @@ def perturb_schedules(ctx: Context) -> Context | Evaluation:
 
 
 def check_races(ctx: Context) -> Context | Evaluation:
-    """The smallest configuration under the backend's shadow-memory race detector (CPU backend)."""
+    """The smallest configuration under the backend's shadow-memory race detector, with array indices
+    checked (CPU backend)."""
     race_check = getattr(ctx.backend, "race_check", None)
     if race_check is None or "race_build" not in ctx.pending or ctx.worker is None or not ctx.jobs:
         return ctx
@@ -374,6 +375,9 @@ def check_races(ctx: Context) -> Context | Evaluation:
     write_resources(ctx.workdir, ctx.result.kernels, ctx.options.arch, racecheck=True)
     result = race_check(ctx.task, built, ctx.jobs[index], ctx.workdir, ctx.worker)
     ctx.seconds["racecheck"] = time.perf_counter() - started
+    if result is not None and result.crash_kind == "out_of_bounds":  # the build also checks array indices
+        return ctx.finish(Status.RUNTIME_ERROR, f"{result.message}; on a GPU such an index is an illegal address "
+                                                "or reads and writes another variable")  # fmt: skip
     if result is not None and result.crash_kind == "race":
         return ctx.finish(Status.WRONG_ANSWER, f"race: {result.message}; make the threads' accesses atomic or "
                                                "order them with __syncthreads() or __syncwarp()")  # fmt: skip

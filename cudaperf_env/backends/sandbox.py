@@ -31,7 +31,7 @@ from cudaperf_env.toolchain.confine import Confinement, Limits, chown_for, names
 WORKER_SCRIPT = Path(__file__).with_name("worker.py")
 # Exit codes of the CPU runtime's fatal errors (docs/cpu-backend.md).
 FATAL_KINDS = {70: "deadlock", 71: "illegal_address", 72: "arithmetic", 73: "device_assert",
-               74: "abort", 75: "illegal_instruction"}  # fmt: skip
+               74: "abort", 75: "illegal_instruction", 78: "out_of_bounds"}  # fmt: skip
 _FATAL_LINE = re.compile(r"cudaperf-fatal: (\w+): (.*)")
 # A worker writes only its printed output (8 MiB at most); it runs ~10 wall-seconds per configuration.
 WORKER_LIMITS = Limits(file_bytes=8 << 20, cpu_seconds=900)

@@ -89,6 +89,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -114,6 +115,10 @@ has an interval. Every timed call still starts from restored inputs and a flushe
 
 SMALL_TIMING = dataclasses.replace(LABEL_TIMING, max_trials=10, budget_s=0.25)
 """Timing of the shown and hidden configurations: small, launch-bound sizes, at most 10 trials."""
+
+MAX_FAULTING_IMPLS = 3
+"""Implementations of one task whose own call may fail (each left out, the rest timed again in a
+fresh worker) before the task's record is an error."""
 
 
 @dataclass(frozen=True)
@@ -276,7 +281,7 @@ class Labeller:
                         worker.kill()
                     worker, served = self._start(device), 0
                 restarted = time.perf_counter() - start_from
-                record, spent = self._label(worker, device, task, task_builds, inputs, n)
+                record, spent, worker = self._label_task(worker, device, task, task_builds, inputs, n)
                 record.update(wait_s=round(waited, 3), worker_start_s=round(restarted, 3))
                 _remove_inputs(inputs)
                 self._release(nbytes)
@@ -312,13 +317,37 @@ class Labeller:
         folder = self.scratch / hashlib.sha256(task.id.encode()).hexdigest()[:16]
         return self.inputs.submit(write_input_sets, task, str(folder), self.options.timing.input_sets)
 
+    def _label_task(self, worker: WorkerProcess, device: int, task: Task, builds: Sequence[UnitBuild],
+                    inputs: list[list[dict]], n: int) -> tuple[dict, bool, WorkerProcess]:  # fmt: skip
+        """:meth:`_label`, tried again in a fresh worker without each implementation whose own call failed
+        (a kernel's illegal address, a launch the GPU refuses), up to :data:`MAX_FAULTING_IMPLS` of them;
+        the record, whether the worker must be replaced, and the worker now used."""
+        faulted: dict[str, str] = {}
+        record, spent = self._label(worker, device, task, builds, inputs, n)
+        while record.get("failed_impl") and len(faulted) < MAX_FAULTING_IMPLS:
+            faulted[record.pop("failed_impl")] = record["error"]
+            worker.kill()
+            worker = self._start(device)
+            record, spent = self._label(worker, device, task, builds, inputs, n, faulted)
+        if culprit := record.pop("failed_impl", None):
+            record["error"] = f"{culprit}: {record['error']}"
+        return record, spent, worker
+
     def _label(self, worker: WorkerProcess, device: int, task: Task, builds: Sequence[UnitBuild],
-               inputs: list[list[dict]], n: int) -> tuple[dict, bool]:  # fmt: skip
-        """One task's record, and whether its worker must be replaced (it crashed, or a timing failed)."""
+               inputs: list[list[dict]], n: int, faulted: Mapping[str, str] = MappingProxyType({})
+               ) -> tuple[dict, bool]:  # fmt: skip
+        """One task's record, and whether its worker must be replaced (it crashed, or a timing failed).
+
+        ``faulted``: implementations left out, with the error their own call made in an earlier try
+        (named in the record's ``dropped``). A timing that fails in one non-baseline implementation's
+        call names it in ``failed_impl``: the caller tries again without it.
+        """
         record: dict[str, Any] = {"task": task.id, "digest": task_digest(task), "baseline": task.baseline,
                                   "date": datetime.date.today().isoformat(), "driver": self.driver,
                                   "configs": [], "error": ""}  # fmt: skip
         kept, dropped = usable_builds(task, builds)
+        kept = [(impl, build) for impl, build in kept if impl.name not in faulted]
+        dropped.update((name, f"faulted: {why}") for name, why in faulted.items())
         if task.baseline in dropped:
             record["error"] = f"build failed: {task.baseline}: {dropped[task.baseline]}"
             return record, False
@@ -349,6 +378,10 @@ class Labeller:
             reply = worker.request(request, opts.budget_s * 4 + 120)
             if isinstance(reply, Crash) or not reply.get("ok"):  # a CUDA error poisons the worker's context:
                 record["error"] = f"{kind} {dict(config)}: {_failure(reply)}"  # the next task gets a fresh one
+                culprit = {lib: impl for impl, lib in names.items()}.get(reply.get("lib", "")) if isinstance(
+                    reply, dict) else None  # fmt: skip
+                if culprit is not None and culprit != task.baseline:
+                    record["failed_impl"] = culprit
                 return record, True
             by_lib = {lib: impl for impl, lib in names.items()}
             impls = {by_lib[lib]: label_entry(lib, reply) for lib in reply["times"]}

@@ -10,7 +10,8 @@ configuration in the fixed order of :data:`FEATURES` (NaN where a value is missi
 Run as a script it extracts records for the whole dataset into a gzip JSONL file,
 in parallel and resumably::
 
-    python -m cudaperf_env.ranker.features --out features.jsonl.gz --workers 16 --done features.done [--compiler]
+    python -m cudaperf_env.ranker.features --out features.jsonl.gz --workers 16 --done features.done [--compiler] \
+        [--variants]
 
 (``--compiler`` runs nvcc on every implementation: about 1 s each on a loaded core.)
 """
@@ -169,14 +170,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--compiler", action="store_true", help="also run nvcc (compiler and SASS features)")
     parser.add_argument("--split", choices=("train", "validation", "test"), help="only this split")
     parser.add_argument("--limit", type=int, help="at most this many implementations (a quick run)")
+    parser.add_argument("--variants", action="store_true", help="the train tasks' labelled knob variants too")
     args = parser.parse_args(argv)
     if args.workers < 1:
         parser.error(f"--workers must be at least 1, got {args.workers}")
     from rich.progress import Progress
 
     from cudaperf_env.dataset import load_dataset
+    from cudaperf_env.dataset.variants import load_variant_tasks
 
-    tasks = load_dataset(args.split)
+    tasks = load_variant_tasks(args.split) if args.variants else load_dataset(args.split)
     done = set(Path(args.done).read_text().splitlines()) if args.done and Path(args.done).is_file() else set()
     jobs = [(t, i.name, i.source, args.compiler) for t in tasks.values() for i in t.implementations
             if f"{t.id}\t{i.name}" not in done][: args.limit]  # fmt: skip

@@ -45,12 +45,15 @@ PCH_WRAPPER = f"#define CUDAPERF_PREBUILT_RUNTIME 1\n#include <{RUNTIME_HEADER}>
 RUNTIME_OBJECT_SOURCE = f"#define CUDAPERF_RUNTIME_OBJECT 1\n#include <{RUNTIME_HEADER}>\n"
 LINK_FLAGS = ("-shared", "-Wl,-z,defs", "-Wl,-Bsymbolic")  # the entry binds to its own definition
 # The race-check build (include/cudaperf/racecheck.h): ThreadSanitizer's instrumentation calls the
-# runtime's own detector, which defines every __tsan_ entry point: -static-libtsan pulls nothing in.
+# runtime's own detector, which defines every __tsan_ entry point: -static-libtsan pulls nothing in
+# (nor -static-libubsan: bounds.h defines the bounds check's handlers).
 # -g1: line tables, so that a race names the source lines. -U__SANITIZE_THREAD__: the headers are
 # read as in the ordinary build (instrumentation is applied to the code, whatever the macros), so
 # both builds share one precompiled header (g++ refuses a PCH where that macro differs).
-RACECHECK_FLAGS = ("-fsanitize=thread", "--param=tsan-instrument-func-entry-exit=0", "-g1", "-U__SANITIZE_THREAD__")
-RACECHECK_LINK_FLAGS = ("-static-libtsan",)
+# -fsanitize=bounds: every index into an array of known size checked (include/cudaperf/bounds.h).
+RACECHECK_FLAGS = ("-fsanitize=thread", "--param=tsan-instrument-func-entry-exit=0", "-g1", "-U__SANITIZE_THREAD__",
+                   "-fsanitize=bounds", "-fno-sanitize-recover=bounds")  # fmt: skip
+RACECHECK_LINK_FLAGS = ("-static-libtsan", "-static-libubsan")
 # The precompiled header carries line tables for the race-check build's -g1; builds without -g use
 # it all the same (and emit no debug information).
 PCH_FLAGS = ("-g1",)

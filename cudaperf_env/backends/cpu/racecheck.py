@@ -3,7 +3,9 @@
 The submission is built again with ThreadSanitizer's instrumentation feeding the runtime's own
 detector (``include/cudaperf/racecheck.h``, CUDA's happens-before rules), loaded beside the
 candidate in the same worker, and called once on the smallest configuration with one worker
-thread. The build (:func:`build_race_check`) needs only the source: the evaluation starts it
+thread. The same build checks every index into an array of known size (``include/cudaperf/bounds.h``:
+an index past one ends the call with the fatal kind ``out_of_bounds``). The build
+(:func:`build_race_check`) needs only the source: the evaluation starts it
 beside the ordinary build and waits for it only when the race check runs (:func:`run_race_check`).
 A race ends the call with the fatal kind ``race``; :func:`describe_race` turns the runtime's
 report (argument positions, byte offsets, code offsets) into buffer names, element indices and

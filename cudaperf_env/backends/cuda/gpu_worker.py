@@ -82,7 +82,11 @@ class ReadOnlyMapping:
 
 
 class Failure(Exception):
-    """A CUDA call failed; the message goes back to the parent."""
+    """A CUDA call failed; the message goes back to the parent, with the library whose call it was."""
+
+    def __init__(self, message: str, lib: str = "") -> None:
+        super().__init__(message)
+        self.lib = lib
 
 
 class Worker:
@@ -339,7 +343,10 @@ class Worker:
         self.restore(work, pristine, [a for a in spec["args"] if "ptr" in a])
         ms, wall = ctypes.c_float(), ctypes.c_double()
         fn = self.libs[name]
-        self.check(self.h.cph_timed_call(fn, work[2], flush, ctypes.byref(ms), ctypes.byref(wall), self.err, 512))
+        try:
+            self.check(self.h.cph_timed_call(fn, work[2], flush, ctypes.byref(ms), ctypes.byref(wall), self.err, 512))
+        except Failure as exc:  # the call synchronizes: its error is this library's (a fault, a bad launch)
+            raise Failure(str(exc), lib=name) from None
         return ms.value
 
     def bandwidth(self, request: dict) -> None:
@@ -387,7 +394,7 @@ def main(reply_fd: int) -> None:
         try:
             handlers[request["op"]](request)
         except Failure as exc:
-            worker.send(ok=False, error=str(exc))
+            worker.send(ok=False, error=str(exc), **({"lib": exc.lib} if exc.lib else {}))
 
 
 if __name__ == "__main__":

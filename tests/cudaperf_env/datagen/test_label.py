@@ -88,11 +88,66 @@ def test_a_failed_timing_replaces_the_worker_a_cuda_error_leaves_unusable(tmp_pa
     assert replace and "cudaErrorIllegalAddress" in record["error"] and record["configs"] == []
 
 
+class FaultingWorker(ScriptedWorker):
+    """Times every library, but a call of ``fault`` fails as a kernel's illegal address does."""
+
+    def __init__(self, fault: str = ""):
+        super().__init__({})
+        self.fault, self.killed = fault, False
+
+    def request(self, message: dict, timeout: float) -> dict:
+        if message["op"] == "load":
+            return {"ok": True}
+        if self.fault in message["libs"]:
+            return {"ok": False, "error": "cudaErrorIllegalAddress: an illegal memory access", "lib": self.fault}
+        return {"ok": True, "times": {lib: [1.0, 1.1, 1.2] for lib in message["libs"]}, "mismatches": {},
+                "overruns": {}, "phases": {"trials_s": 0.1, "check_s": 0.1}}  # fmt: skip
+
+    def kill(self) -> None:
+        self.killed = True
+
+
+def test_an_implementation_whose_own_call_faults_is_dropped_and_the_others_labelled(tmp_path, monkeypatch):
+    """The worker names the library whose call failed: the task is timed again without it, in a fresh worker."""
+    task = TASKS["c2cuda/saxpy_f32"]
+    faulty = task.implementations[-1].name
+    assert faulty != task.baseline
+    builds = [UnitBuild(tmp_path / f"{i}.so", "cudaperf_call", "", True, "") for i in range(len(task.implementations))]
+    inputs = [[{"size": 8}] for _ in all_configs(task)]
+    labeller = Labeller(devices=(0,), arch="sm_90")
+    first, fresh = FaultingWorker(fault=f"t0.{faulty}"), FaultingWorker()
+    monkeypatch.setattr(labeller, "_start", lambda device: fresh)
+    try:
+        record, replace, worker = labeller._label_task(first, 0, task, builds, inputs, 0)
+    finally:
+        labeller.close()
+    assert first.killed and worker is fresh and not replace
+    assert record["error"] == "" and len(record["configs"]) == len(all_configs(task))
+    assert record["dropped"] == {faulty: f"faulted: shown {dict(task.configs[0])}: cudaErrorIllegalAddress: an "
+                                         "illegal memory access"}  # fmt: skip
+    assert all(set(c["impls"]) == {i.name for i in task.implementations} - {faulty} for c in record["configs"])
+
+
+def test_a_fault_in_the_baseline_fails_the_task(tmp_path, monkeypatch):
+    task = TASKS["c2cuda/saxpy_f32"]
+    builds = [UnitBuild(tmp_path / f"{i}.so", "cudaperf_call", "", True, "") for i in range(len(task.implementations))]
+    inputs = [[{"size": 8}] for _ in all_configs(task)]
+    labeller = Labeller(devices=(0,), arch="sm_90")
+    monkeypatch.setattr(labeller, "_start", lambda device: pytest.fail("no second try without the baseline"))
+    try:
+        record, replace, _ = labeller._label_task(FaultingWorker(fault=f"t0.{task.baseline}"), 0, task, builds,
+                                                  inputs, 0)  # fmt: skip
+    finally:
+        labeller.close()
+    assert replace and "cudaErrorIllegalAddress" in record["error"] and record["configs"] == []
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not gpu_available(), reason="needs an NVIDIA GPU")
 def test_a_kernel_that_faults_costs_its_own_task_only(tmp_path):
     """An illegal address is sticky: the context it happened in fails every later call. The labeller
-    starts the next task in a fresh worker, so the healthy task after the faulting one is labelled."""
+    times the faulting task again without the faulting implementation, and the next task, each in a
+    fresh worker: both are labelled, the faulting implementation named in ``dropped``."""
     saxpy = TASKS["c2cuda/saxpy_f32"]
     fault = dataclasses.replace(saxpy.implementations[-1], source=FAULTING_SAXPY)
     faulting = dataclasses.replace(saxpy, id="c2cuda/saxpy_fault", implementations=(saxpy.implementations[0], fault))
@@ -102,7 +157,10 @@ def test_a_kernel_that_faults_costs_its_own_task_only(tmp_path):
     finally:
         labeller.close()
     by_task = {r["task"]: r for r in records}
-    assert "illegal" in by_task["c2cuda/saxpy_fault"]["error"].lower(), by_task["c2cuda/saxpy_fault"]
+    faulting_record = by_task["c2cuda/saxpy_fault"]
+    assert faulting_record["error"] == "" and faulting_record["configs"], faulting_record
+    assert "illegal" in faulting_record["dropped"][fault.name].lower(), faulting_record
+    assert all(set(c["impls"]) == {saxpy.implementations[0].name} for c in faulting_record["configs"])
     assert by_task["c2cuda/matmul_f32"]["error"] == "" and by_task["c2cuda/matmul_f32"]["configs"]
 
 

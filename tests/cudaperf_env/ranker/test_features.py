@@ -38,3 +38,20 @@ def test_records_come_from_the_cache_when_the_source_matches(saxpy_task, tmp_pat
     assert records[(saxpy_task.id, impl.name)]["static"]["kernels"] == 99
     assert records[(saxpy_task.id, "grid_stride")]["digest"] != stale["digest"]  # recomputed
     assert len(records) == len(saxpy_task.implementations)
+
+
+def test_the_extraction_script_takes_the_knob_variants_with_variants(tmp_path):
+    """``--variants`` extracts the variants' records too (the encoder and the trees train on them)."""
+    from cudaperf_env.dataset.variants import load_variant_tasks
+    from cudaperf_env.ranker.features import main
+
+    train = load_variant_tasks("train")
+    keys = [f"{t.id}\t{i.name}" for t in train.values() for i in t.implementations]
+    variant = next(k for k in keys if "~" in k)
+    done = tmp_path / "done"
+    done.write_text("\n".join(k for k in keys if k != variant) + "\n")
+    out = tmp_path / "f.jsonl.gz"
+    assert main(["--out", str(out), "--done", str(done), "--split", "train", "--variants"]) == 0
+    with gzip.open(out, "rt") as f:
+        written = [json.loads(line) for line in f]
+    assert [f"{r['task']}\t{r['impl']}" for r in written] == [variant]

@@ -15,6 +15,7 @@
 #include <cudaperf/signals.h>
 #include <cudaperf/launch_limits.h>
 #include <cudaperf/racecheck.h>
+#include <cudaperf/bounds.h>
 #include <cudaperf/launch.h>
 #include <cudaperf/warp.h>
 #include <cudaperf/atomics.h>
