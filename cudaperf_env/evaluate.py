@@ -289,9 +289,47 @@ def run_and_judge(ctx: Context) -> Context | Evaluation:
         runs = alone.run_alone(ctx.build, ctx.task, ctx.jobs, ctx.workdir, ctx.worker)
         failed = _judge_runs(ctx, runs, want)
         ctx.seconds["run_alone"] = time.perf_counter() - started  # how often and how long: in the trainer's metrics
+    if failed is not None and any(r.crash_kind in CRASHES_TO_EXPLAIN for r in runs):
+        failed = explain_crash(ctx) or failed
     if failed is not None:
         return ctx.finish(*failed)
     return ctx
+
+
+# Crashes that an index past an array explains when it overwrote something far from its cause.
+CRASHES_TO_EXPLAIN = ("illegal_address", "abort", "signal")
+
+
+def explain_crash(ctx: Context) -> tuple[Status, str] | None:
+    """A crashed run's cause where the race-check build finds an index past an array (CPU backend).
+
+    An index past a ``__shared__`` array on the CPU backend overwrites the worker thread's next
+    thread-locals, the runtime's own among them, and the crash comes later and elsewhere ("invalid
+    memory access at address 0x0 in host code"). The race-check build checks every index: its run
+    of the smallest configuration, in a fresh worker (the crash ended the run's), names the index,
+    the array, the line and the thread. None when it does not (or the backend has no race check).
+    """
+    race_check = getattr(ctx.backend, "race_check", None)
+    if race_check is None or "race_build" not in ctx.pending or not ctx.jobs:
+        return None
+    started = time.perf_counter()
+    built: Build = ctx.pending["race_build"].result()
+    index = min(range(len(ctx.jobs)), key=lambda k: _elements(ctx.jobs[k]))
+    write_resources(ctx.workdir, ctx.result.kernels, ctx.options.arch, racecheck=True)
+    worker = ctx.backend.start_worker(ctx.workdir)
+    try:
+        result = race_check(ctx.task, built, ctx.jobs[index], ctx.workdir, worker)
+    finally:
+        worker.kill()
+    ctx.seconds["explain_crash"] = time.perf_counter() - started
+    if result is not None and result.crash_kind == "out_of_bounds":
+        return Status.RUNTIME_ERROR, out_of_bounds_message(result.message)
+    return None
+
+
+def out_of_bounds_message(report: str) -> str:
+    """The feedback for the runtime's ``out_of_bounds`` report (pure)."""
+    return f"{report}; on a GPU such an index is an illegal address or reads and writes another variable"
 
 
 OUT_OF_MEMORY = "cudaErrorMemoryAllocation"
@@ -376,8 +414,7 @@ def check_races(ctx: Context) -> Context | Evaluation:
     result = race_check(ctx.task, built, ctx.jobs[index], ctx.workdir, ctx.worker)
     ctx.seconds["racecheck"] = time.perf_counter() - started
     if result is not None and result.crash_kind == "out_of_bounds":  # the build also checks array indices
-        return ctx.finish(Status.RUNTIME_ERROR, f"{result.message}; on a GPU such an index is an illegal address "
-                                                "or reads and writes another variable")  # fmt: skip
+        return ctx.finish(Status.RUNTIME_ERROR, out_of_bounds_message(result.message))
     if result is not None and result.crash_kind == "race":
         return ctx.finish(Status.WRONG_ANSWER, f"race: {result.message}; make the threads' accesses atomic or "
                                                "order them with __syncthreads() or __syncwarp()")  # fmt: skip

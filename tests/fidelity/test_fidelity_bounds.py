@@ -56,6 +56,20 @@ def test_the_bounds_report_names_index_array_line_and_thread(name):
         assert "index -1 of an array of type 'float [256]'" in e.message and "thread (0,0,0)" in e.message
 
 
+# An index so far past the tile that the ordinary run crashes (nothing is mapped there): the crash is
+# explained by the race-check build.
+FAR_PAST_THE_END = ("__global__ void k(int n, const float* x, float* out) {\n" + LOAD +
+                    "  if (t == 0 && n > 0) s[0x7fffffff] = 1.0f;\n" + TREE + ENTRY)  # fmt: skip
+
+
+def test_a_crash_from_an_index_past_an_array_is_explained():
+    e = Evaluator(CpuBackend(timeout_s=10.0), EvalOptions(compile_timeout_s=60.0)).evaluate(SUM, FAR_PAST_THE_END)
+    assert e.status == "runtime_error", e.message
+    expected = "out of bounds: index 2147483647 of an array of type 'float [256]' at line 5"
+    assert e.message.startswith(expected), e.message
+    assert "explain_crash" in e.seconds
+
+
 def test_without_the_race_check_nothing_checks_the_index():
     """What the check is for: the ordinary build runs the shared-tile read past the end and passes."""
     options = EvalOptions(compile_timeout_s=60.0, racecheck=False)

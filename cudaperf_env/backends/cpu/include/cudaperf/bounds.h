@@ -9,8 +9,9 @@
 // linked: the compiler's check of every index into an array of known size calls
 // __ubsan_handle_out_of_bounds_abort, defined below, which reports the fatal kind `out_of_bounds`
 // (exit code 78) with the index, the array's type, the source line and the CUDA thread.
-// Accesses through pointers (dynamic shared memory, kernel arguments) are not checked here: they
-// meet the guard pages of device_memory.h and launch.h.
+// Indices through pointers are not checked, a __shared__ array passed to a device function as a
+// pointer among them; kernel arguments and dynamic shared memory end at guard pages instead
+// (device_memory.h, launch.h).
 #pragma once
 
 namespace cudaperf {
