@@ -370,6 +370,7 @@ class Labeller:
         record["load_s"] = round(time.perf_counter() - started, 4)
         init = worker.early_replies[0] if worker.early_replies else {}
         record["device"] = {k: init.get(k) for k in ("name", "cc", "sms", "driver")}
+        by_lib = {lib: impl for impl, lib in names.items()}
         for (kind, config), sets in zip(all_configs(task), inputs, strict=True):
             opts = self.options.timing if kind == "perf" else self.options.small_timing
             pin = sets[0]["size"] > self.options.pin_above_bytes
@@ -378,12 +379,10 @@ class Labeller:
             reply = worker.request(request, opts.budget_s * 4 + 120)
             if isinstance(reply, Crash) or not reply.get("ok"):  # a CUDA error poisons the worker's context:
                 record["error"] = f"{kind} {dict(config)}: {_failure(reply)}"  # the next task gets a fresh one
-                culprit = {lib: impl for impl, lib in names.items()}.get(reply.get("lib", "")) if isinstance(
-                    reply, dict) else None  # fmt: skip
+                culprit = by_lib.get(reply.get("lib", "")) if isinstance(reply, dict) else None
                 if culprit is not None and culprit != task.baseline:
                     record["failed_impl"] = culprit
                 return record, True
-            by_lib = {lib: impl for impl, lib in names.items()}
             impls = {by_lib[lib]: label_entry(lib, reply) for lib in reply["times"]}
             record["configs"].append({
                 "kind": kind, "config": config, "impls": impls, "phases": reply["phases"],

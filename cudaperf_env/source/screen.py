@@ -340,6 +340,12 @@ _RULES: Mapping[str, tuple[_Matcher, str]] = MappingProxyType(
         "token_paste": (_TokenPaste(), (
             "token pasting (`##`) in macros is not allowed (it can build names the screen must "
             "see): write the names out in full")),
+        "sanitizer_off": (_Names(
+            names=frozenset({"no_address_safety_analysis", "__no_address_safety_analysis__",
+                             "disable_sanitizer_instrumentation"}),
+            prefixes=("no_sanitize", "__no_sanitize")), (
+            "`{name}` turns off the checks the evaluation compiles into your code (the race "
+            "detector, array bounds): remove it")),
         "asm": (_Names(names=frozenset({"asm", "__asm__", "__asm"})), (
             "inline assembly (`{name}`) is not allowed: use CUDA C++ intrinsics instead "
             "(__shfl_down_sync, __ldg, atomicAdd, ...)")),

