@@ -3,8 +3,9 @@
 The submission is built again with ThreadSanitizer's instrumentation feeding the runtime's own
 detector (``include/cudaperf/racecheck.h``, CUDA's happens-before rules), loaded beside the
 candidate in the same worker, and called once on the smallest configuration with one worker
-thread. The same build checks every index into an array of known size (``include/cudaperf/bounds.h``:
-an index past one ends the call with the fatal kind ``out_of_bounds``). The build
+thread. The same build checks every index into an array of known size (``include/cudaperf/bounds.h``)
+and, through pointers too, accesses past the last static ``__shared__`` array (a zone appended after
+them, :data:`SHARED_REDZONE`): either ends the call with the fatal kind ``out_of_bounds``. The build
 (:func:`build_race_check`) needs only the source: the evaluation starts it
 beside the ordinary build and waits for it only when the race check runs (:func:`run_race_check`).
 A race ends the call with the fatal kind ``race``; :func:`describe_race` turns the runtime's
@@ -32,6 +33,11 @@ from cudaperf_env.tasks.schema import Task
 from cudaperf_env.toolchain.native import BuildResult
 
 LIBRARY_NAME = "racecheck"
+# Appended to the race-check unit: its thread-local zone is laid out after every __shared__ array of the
+# submission (-fno-toplevel-reorder keeps source order), and the detector reports any access to it.
+SHARED_REDZONE = ('\nextern "C" char* cudaperf_shared_redzone_at() {\n'
+                  "  static thread_local char zone[4096];  // racecheck.h: kSharedRedzoneBytes\n"
+                  "  return zone;\n}\n")  # fmt: skip
 _ARGUMENT = re.compile(r"argument #(\d+) at byte (-?\d+)")
 _CODE = re.compile(r" \(code offset (0x[0-9a-f]+)\)")
 
@@ -45,7 +51,8 @@ def build_race_check(
     passed = prepass(code, entry=task.entry)
     if passed.rejections:
         return None
-    return build_cpu(shim_first(task, passed.source, "cuda"), timeout_s, cancel, racecheck=True, linked=linked)
+    unit = shim_first(task, passed.source, "cuda") + SHARED_REDZONE
+    return build_cpu(unit, timeout_s, cancel, racecheck=True, linked=linked)
 
 
 def run_race_check(
@@ -70,6 +77,8 @@ def run_race_check(
     result = call_once(worker, task, job, workdir / "buffers-racecheck.bin", timeout_s, lib=LIBRARY_NAME)
     if result.crash_kind == "race" or result.message.startswith("race"):
         return CallResult(Status.RUNTIME_ERROR, describe_race(result.message, task, library), "race")
+    if result.crash_kind == "out_of_bounds":  # past the last __shared__ array: code offsets to lines
+        return CallResult(Status.RUNTIME_ERROR, describe_race(result.message, task, library), "out_of_bounds")
     return result
 
 

@@ -9,15 +9,13 @@
 // linked: the compiler's check of every index into an array of known size calls
 // __ubsan_handle_out_of_bounds_abort, defined below, which reports the fatal kind `out_of_bounds`
 // (exit code 78) with the index, the array's type, the source line and the CUDA thread.
-// Indices through pointers are not checked, a __shared__ array passed to a device function as a
-// pointer among them; kernel arguments and dynamic shared memory end at guard pages instead
-// (device_memory.h, launch.h).
+// Indices through pointers are not checked here: racecheck.h reports accesses past the last static
+// __shared__ array (a zone racecheck.py appends), kernel arguments and dynamic shared memory end at
+// guard pages (device_memory.h, launch.h).
 #pragma once
 
 namespace cudaperf {
 namespace detail {
-
-constexpr int kExitOutOfBounds = 78;
 
 // The data g++ passes with each check (the UBSan ABI: source location, then type descriptors).
 struct UbsanSourceLocation {

@@ -11,6 +11,7 @@ constexpr int kExitArithmetic = 72;
 constexpr int kExitDeviceAssert = 73;
 constexpr int kExitAbort = 74;
 constexpr int kExitIllegalInstruction = 75;
+constexpr int kExitOutOfBounds = 78;  // bounds.h, racecheck.h
 
 // A fixed-size message builder that only touches its own buffer, so signal handlers can use it
 // (no malloc, no stdio, digits written by hand). Overlong text is cut, never overflowed.

@@ -28,6 +28,7 @@ namespace cudaperf {
 namespace detail {
 
 constexpr int kExitRace = 76;
+constexpr size_t kSharedRedzoneBytes = 4096;  // racecheck.py's SHARED_REDZONE
 constexpr unsigned kRaceCellBits = 19;
 constexpr unsigned kRaceCells = 1u << kRaceCellBits;
 
@@ -62,6 +63,8 @@ struct RaceState {
   RaceCell* cells = nullptr;
   char* tls_lo = nullptr;  // this module's thread-local block (static __shared__ arrays)
   char* tls_hi = nullptr;
+  const char* redzone_lo = nullptr;  // the race-check build's last thread-local: past every __shared__ one
+  const char* redzone_hi = nullptr;
   const char* own_tls[8][2];  // the runtime's own thread-locals, excluded
   unsigned own_tls_count = 0;
   uintptr_t module_base = 0;
@@ -115,7 +118,17 @@ CUDAPERF_COLD CUDAPERF_LINKED void race_prepare() {
     g_race.tls_lo = static_cast<char*>(block);
     g_race.tls_hi = g_race.tls_lo + search.size;
   }
-  if (handle != nullptr) ::dlclose(handle);
+  if (handle != nullptr) {
+    // racecheck.py appends this function and its zone to the unit; -fno-toplevel-reorder lays the
+    // thread-locals out in source order, so the zone follows every __shared__ array of the submission.
+    using ZoneAt = char* (*)();
+    auto zone_at = reinterpret_cast<ZoneAt>(::dlsym(handle, "cudaperf_shared_redzone_at"));
+    if (zone_at != nullptr) {
+      g_race.redzone_lo = zone_at();
+      g_race.redzone_hi = g_race.redzone_lo + kSharedRedzoneBytes;
+    }
+    ::dlclose(handle);
+  }
   auto own = [](const void* p, size_t n) {
     g_race.own_tls[g_race.own_tls_count][0] = static_cast<const char*>(p);
     g_race.own_tls[g_race.own_tls_count][1] = static_cast<const char*>(p) + n;
@@ -130,10 +143,12 @@ CUDAPERF_COLD CUDAPERF_LINKED void race_prepare() {
   own(&tls_dynamic_shared, sizeof tls_dynamic_shared);
 }
 
-// 0: not device memory; 1: global (device regions); 2: shared (dynamic or static).
+// 0: not device memory; 1: global (device regions); 2: shared (dynamic or static); 3: past the last
+// static __shared__ array (the redzone).
 inline int race_space(const Worker& w, const char* a) {
   if (in_device_region(a)) return 1;
   if (w.dynamic_shared.contains(a)) return 2;
+  if (a >= g_race.redzone_lo && a < g_race.redzone_hi) return 3;
   if (a >= g_race.tls_lo && a < g_race.tls_hi) {
     for (unsigned i = 0; i < g_race.own_tls_count; ++i) {
       if (a >= g_race.own_tls[i][0] && a < g_race.own_tls[i][1]) return 0;
@@ -188,6 +203,20 @@ inline CUDAPERF_COLD void race_message(Line& m, const char* addr, int space, con
   fatal_exit_flush("race", kExitRace, m);
 }
 
+// An access in the redzone: an index ran past the last static __shared__ array (through a pointer:
+// -fsanitize=bounds sees only indices into arrays of known size).
+[[noreturn]] inline CUDAPERF_COLD void race_past_shared(const char* addr, bool write, uintptr_t pc) {
+  const Worker& w = *tls_worker;
+  uint3 t = w.fiber_mode ? w.fibers[w.cur].tid : w.plain_tid;
+  Line m;
+  m.str(write ? "a write " : "a read ").unum(static_cast<unsigned long long>(addr - g_race.redzone_lo));
+  m.str(" bytes past the end of the last __shared__ array, in kernel ").str(w.kernel);
+  m.str(" (launched at line ").num(w.launch_line).str("), block ");
+  m.triple(w.block_idx.x, w.block_idx.y, w.block_idx.z).str(", thread ").triple(t.x, t.y, t.z);
+  m.str(" (code offset ").hex(pc - g_race.module_base).str(")");
+  fatal_exit_flush("out_of_bounds", kExitOutOfBounds, m);
+}
+
 // Whether an access by (thread, block, epoch, warp epoch) is ordered before the running thread's.
 inline bool race_ordered(unsigned thread, unsigned block, unsigned epoch, unsigned short wepoch,
                          const Worker& w, unsigned me, unsigned my_block) {
@@ -223,6 +252,7 @@ CUDAPERF_COLD CUDAPERF_LINKED void race_access(const void* addr, size_t size, bo
   const char* a = static_cast<const char*>(addr);
   int space = race_space(w, a);
   if (space == 0) return;
+  if (space == 3) race_past_shared(a, write, pc);
   unsigned me = w.cur;
   unsigned block = w.block_idx.x + ::gridDim.x * (w.block_idx.y + ::gridDim.y * w.block_idx.z);
   unsigned short wepoch = static_cast<unsigned short>(w.race_warp_epoch[me / 32]);
