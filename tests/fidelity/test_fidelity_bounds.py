@@ -36,12 +36,19 @@ PAST_THE_END = {
     "through_a_pointer": "__device__ float peek(const float* p, int k) { return p[k]; }\n"
                          "__global__ void k(int n, const float* x, float* out) {\n" + LOAD + "  __syncthreads();\n"
                          "  if (peek(s, t + 1) == -12345.0f) atomicAdd(out, 0.0f);\n" + TREE + ENTRY,
+    # The same in a template kernel (its instance's thread-locals come at the end of the unit).
+    "template_through_a_pointer": "__device__ float peek(const float* p, int k) { return p[k]; }\n"
+                                  "template <int B> __global__ void k(int n, const float* x, float* out) {\n"
+                                  + LOAD.replace("256", "B") + "  __syncthreads();\n"
+                                  "  if (peek(s, t + 1) == -12345.0f) atomicAdd(out, 0.0f);\n" + TREE
+                                  + ENTRY.replace("k<<<", "k<256><<<"),
     # A constant table of 4 weights indexed by t % 5.
     "constant_table": "__constant__ float w[4] = {1.0f, 2.0f, 3.0f, 4.0f};\n"
                       "__global__ void k(int n, const float* x, float* out) {\n" + LOAD +
                       "  if (w[t % 5] == -12345.0f) atomicAdd(out, 0.0f);\n" + TREE + ENTRY,
 }  # fmt: skip
-LINES = {"shared_tile": 6, "before_the_start": 6, "constant_table": 6, "through_a_pointer": 1}
+LINES = {"shared_tile": 6, "before_the_start": 6, "constant_table": 6, "through_a_pointer": 1,
+         "template_through_a_pointer": 1}
 
 
 @pytest.mark.parametrize("name", sorted(PAST_THE_END))
@@ -57,7 +64,7 @@ def test_the_bounds_report_names_index_array_line_and_thread(name):
     e = Evaluator(CpuBackend(timeout_s=10.0), EvalOptions(compile_timeout_s=60.0)).evaluate(SUM, PAST_THE_END[name])
     assert e.status == "runtime_error" and e.message.startswith("out of bounds: "), e.message
     assert re.search(rf"\bline {LINES[name]}\b", e.message) and "in kernel k" in e.message, e.message
-    if name == "through_a_pointer":
+    if name.endswith("through_a_pointer"):
         assert "a read 0 bytes past the end of the last __shared__ array" in e.message, e.message
     if name == "shared_tile":
         assert "index 256 of an array of type 'float [256]'" in e.message and "thread (255,0,0)" in e.message

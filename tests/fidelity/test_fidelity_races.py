@@ -195,3 +195,16 @@ def test_benign_kernel_is_correct_on_every_seed(evaluator, name):
     for seed in (1, 2, 3):
         e = evaluator.evaluate(SUM, BENIGN[name], seed=seed)
         assert e.correct, (seed, e.status, e.message)
+
+
+def test_the_detector_watches_a_template_kernels_shared_memory():
+    """A template's function statics were STB_GNU_UNIQUE symbols, bound process-wide to the candidate's
+    library loaded first in the worker: the race-check library's accesses went to memory the detector
+    does not watch (found 2026-12-07; the race-check build now passes -fno-gnu-unique)."""
+    template = (
+        "template <int B>\n__global__ void k(int n, const float* x, float* out) {\n"
+        "  __shared__ int last;\n  int t = threadIdx.x, i = blockIdx.x * B + t;\n  last = t;\n  __syncthreads();\n"
+        "  if (i < n) atomicAdd(out, x[i] + 0.0f * last);\n}\n"
+        + ENTRY + "  k<256><<<(n + 255) / 256, 256>>>(n, x, out);\n}\n")  # fmt: skip
+    e = Evaluator(CpuBackend(timeout_s=10.0)).evaluate(SUM, template, seed=1)
+    assert e.status == "wrong_answer" and "stored different values" in e.message, e.message

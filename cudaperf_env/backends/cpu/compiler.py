@@ -51,10 +51,11 @@ LINK_FLAGS = ("-shared", "-Wl,-z,defs", "-Wl,-Bsymbolic")  # the entry binds to 
 # read as in the ordinary build (instrumentation is applied to the code, whatever the macros), so
 # both builds share one precompiled header (g++ refuses a PCH where that macro differs).
 # -fsanitize=bounds: every index into an array of known size checked (include/cudaperf/bounds.h).
-# -fno-toplevel-reorder: thread-locals in source order, so the zone racecheck.py appends follows every
-# __shared__ array (racecheck.h reports an access to it).
+# -fno-gnu-unique: a template kernel's __shared__ arrays (function statics of a template) would be
+# STB_GNU_UNIQUE symbols, which the dynamic linker binds process-wide to the first library that
+# defines them: the candidate loaded before in the same worker, whose memory the detector does not watch.
 RACECHECK_FLAGS = ("-fsanitize=thread", "--param=tsan-instrument-func-entry-exit=0", "-g1", "-U__SANITIZE_THREAD__",
-                   "-fsanitize=bounds", "-fno-sanitize-recover=bounds", "-fno-toplevel-reorder")  # fmt: skip
+                   "-fsanitize=bounds", "-fno-sanitize-recover=bounds", "-fno-gnu-unique")  # fmt: skip
 RACECHECK_LINK_FLAGS = ("-static-libtsan", "-static-libubsan")
 # The precompiled header carries line tables for the race-check build's -g1; builds without -g use
 # it all the same (and emit no debug information).

@@ -4,7 +4,7 @@ The submission is built again with ThreadSanitizer's instrumentation feeding the
 detector (``include/cudaperf/racecheck.h``, CUDA's happens-before rules), loaded beside the
 candidate in the same worker, and called once on the smallest configuration with one worker
 thread. The same build checks every index into an array of known size (``include/cudaperf/bounds.h``)
-and, through pointers too, accesses past the last static ``__shared__`` array (a zone appended after
+and, through pointers too, accesses past the last static ``__shared__`` array (a zone linked in after
 them, :data:`SHARED_REDZONE`): either ends the call with the fatal kind ``out_of_bounds``. The build
 (:func:`build_race_check`) needs only the source: the evaluation starts it
 beside the ordinary build and waits for it only when the race check runs (:func:`run_race_check`).
@@ -33,11 +33,11 @@ from cudaperf_env.tasks.schema import Task
 from cudaperf_env.toolchain.native import BuildResult
 
 LIBRARY_NAME = "racecheck"
-# Appended to the race-check unit: its thread-local zone is laid out after every __shared__ array of the
-# submission (-fno-toplevel-reorder keeps source order), and the detector reports any access to it.
-SHARED_REDZONE = ('\nextern "C" char* cudaperf_shared_redzone_at() {\n'
-                  "  static thread_local char zone[4096];  // racecheck.h: kSharedRedzoneBytes\n"
-                  "  return zone;\n}\n")  # fmt: skip
+# A unit of its own linked after the submission's (no macro of the submission reaches it): its
+# thread-local zone is laid out after every __shared__ array of the submission, template kernels'
+# included, and the detector reports any access to it (racecheck.h, kSharedRedzoneBytes).
+SHARED_REDZONE = ('extern "C" char* cudaperf_shared_redzone_at() {\n'
+                  "  static thread_local char zone[4096];\n  return zone;\n}\n")  # fmt: skip
 _ARGUMENT = re.compile(r"argument #(\d+) at byte (-?\d+)")
 _CODE = re.compile(r" \(code offset (0x[0-9a-f]+)\)")
 
@@ -51,8 +51,8 @@ def build_race_check(
     passed = prepass(code, entry=task.entry)
     if passed.rejections:
         return None
-    unit = shim_first(task, passed.source, "cuda") + SHARED_REDZONE
-    return build_cpu(unit, timeout_s, cancel, racecheck=True, linked=linked)
+    units = [shim_first(task, passed.source, "cuda"), SHARED_REDZONE]
+    return build_cpu(units, timeout_s, cancel, racecheck=True, linked=linked)
 
 
 def run_race_check(

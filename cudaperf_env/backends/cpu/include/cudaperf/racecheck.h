@@ -119,8 +119,8 @@ CUDAPERF_COLD CUDAPERF_LINKED void race_prepare() {
     g_race.tls_hi = g_race.tls_lo + search.size;
   }
   if (handle != nullptr) {
-    // racecheck.py appends this function and its zone to the unit; -fno-toplevel-reorder lays the
-    // thread-locals out in source order, so the zone follows every __shared__ array of the submission.
+    // racecheck.py links this function and its zone in after the submission's unit, so the zone
+    // follows every __shared__ array of the submission in the module's thread-local block.
     using ZoneAt = char* (*)();
     auto zone_at = reinterpret_cast<ZoneAt>(::dlsym(handle, "cudaperf_shared_redzone_at"));
     if (zone_at != nullptr) {
