@@ -10,8 +10,8 @@
 // __ubsan_handle_out_of_bounds_abort, defined below, which reports the fatal kind `out_of_bounds`
 // (exit code 78) with the index, the array's type, the source line and the CUDA thread.
 // Indices through pointers are not checked here: racecheck.h reports accesses past the last static
-// __shared__ array (a zone racecheck.py appends), kernel arguments and dynamic shared memory end at
-// guard pages (device_memory.h, launch.h).
+// __shared__ array (a zone racecheck.py links in after them); kernel arguments and dynamic shared
+// memory end at guard pages (device_memory.h, launch.h).
 #pragma once
 
 namespace cudaperf {
