@@ -22,6 +22,7 @@ import argparse
 import datetime
 import json
 import platform
+import subprocess
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -67,7 +68,7 @@ def main() -> None:
     train = load_dataset("train") if args.no_variants else load_variant_tasks("train", variants=VARIANTS_FILE,
                                                                               dataset=DATA_FILE)  # fmt: skip
     seen = {t.family for t in train.values()}
-    result: dict = {"date": datetime.date.today().isoformat(), "machine": f"{platform.machine()}, {config.device}"}
+    result: dict = {"date": datetime.date.today().isoformat(), "machine": _machine(config.device)}
     if args.load:
         model = EncoderModel.load(args.load)
         result.update(loaded=Path(args.load).name, config=asdict(model.config))
@@ -113,6 +114,20 @@ def _scorers(encoder: EncoderModel, trees: PairwiseModel, pairs: list[Pair], tas
 
 def _sources(tasks: dict[str, Task]) -> dict[tuple[str, str], str]:
     return {(t.id, i.name): i.source for t in tasks.values() for i in t.implementations}
+
+
+def _machine(device: str) -> str:
+    """The CPU architecture, and the card and driver where the encoder trains on a GPU."""
+    import torch
+
+    if device == "cpu" or not torch.cuda.is_available():
+        return f"{platform.machine()}, cpu"
+    try:
+        driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                capture_output=True, text=True, timeout=30).stdout.split()[0]  # fmt: skip
+    except (OSError, IndexError, subprocess.SubprocessError):
+        driver = "unknown"
+    return f"{platform.machine()}, {torch.cuda.get_device_name()}, driver {driver}"
 
 
 def _fmt(value: float | None) -> str:
