@@ -70,7 +70,7 @@ def main() -> None:
     seen = {t.family for t in train.values()}
     result: dict = {"date": datetime.date.today().isoformat(), "machine": _machine(config.device)}
     if args.load:
-        model = EncoderModel.load(args.load)
+        model = EncoderModel.load(args.load, device=args.device)
         result.update(loaded=Path(args.load).name, config=asdict(model.config))
     else:
         model = _train(config, train, args.features, result)
@@ -106,10 +106,14 @@ def main() -> None:
 
 def _scorers(encoder: EncoderModel, trees: PairwiseModel, pairs: list[Pair], tasks: dict[str, Task],
              records: dict) -> dict[str, np.ndarray]:  # fmt: skip
-    """P(the faster side is faster) per pair from the encoder, the shipped trees and the structural score."""
-    return {"encoder": encoder.probabilities(pairs, _sources(tasks), records),
-            "trees": model_pair_probabilities(trees, pairs, records),
-            "structural": static_pair_probabilities(structural_scores(records), pairs)}  # fmt: skip
+    """P(the faster side is faster) per pair from the encoder, the shipped trees, the structural score and the
+    mean of the encoder's and the trees' probabilities (does the encoder know what the trees do not?)."""
+    scores = {"encoder": encoder.probabilities(pairs, _sources(tasks), records),
+              "trees": model_pair_probabilities(trees, pairs, records),
+              "structural": static_pair_probabilities(structural_scores(records), pairs)}  # fmt: skip
+    scores["mean of encoder and trees"] = np.where(np.isnan(scores["encoder"]), scores["trees"],
+                                                   (scores["encoder"] + scores["trees"]) / 2)  # fmt: skip
+    return scores
 
 
 def _sources(tasks: dict[str, Task]) -> dict[tuple[str, str], str]:
@@ -145,11 +149,15 @@ def _train(config: EncoderConfig, train: dict, features: str | None, result: dic
     with Progress() as progress:
         bar = progress.add_task(f"encoder on {len(pairs)} pairs", total=config.steps)
 
+        done = {"steps": 0, "loss": float("nan")}
+
         def show(step: int, steps: int, loss: float) -> None:
+            done.update(steps=step, loss=loss)
             progress.update(bar, completed=step, description=f"encoder, loss {loss:.3f}")
 
         model = fit_encoder(config, pairs, sources, records, {t.id: t.family for t in train.values()}, show)
-    result.update(config=asdict(config), train_pairs=len(pairs), train_seconds=round(time.perf_counter() - started, 1))
+    result.update(config=asdict(config), train_pairs=len(pairs), train_seconds=round(time.perf_counter() - started, 1),
+                  steps_done=done["steps"], last_loss=round(done["loss"], 4))  # fmt: skip
     return model
 
 

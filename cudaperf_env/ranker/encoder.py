@@ -25,7 +25,7 @@ import time
 import warnings
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -229,10 +229,14 @@ class EncoderModel:
                     "mean": self.mean.tolist(), "scale": self.scale.tolist(), "state": self.state}, path)  # fmt: skip
 
     @classmethod
-    def load(cls, path: str | Path) -> EncoderModel:
-        data = _torch().load(path, weights_only=True)
-        return cls(EncoderConfig(**data["config"]), data["vocab"], frozenset(data["keep"]), np.array(data["mean"]),
-                   np.array(data["scale"]), data["state"])  # fmt: skip
+    def load(cls, path: str | Path, device: str | None = None) -> EncoderModel:
+        """A saved encoder, to run on ``device`` (default: the one it trained on); weights load on the CPU first."""
+        data = _torch().load(path, weights_only=True, map_location="cpu")
+        config = EncoderConfig(**data["config"])
+        if device is not None:
+            config = replace(config, device=device)
+        return cls(config, data["vocab"], frozenset(data["keep"]), np.array(data["mean"]), np.array(data["scale"]),
+                   data["state"])  # fmt: skip
 
     def _ids(self, words: Sequence[str]) -> list[int]:
         limit = self.config.max_tokens

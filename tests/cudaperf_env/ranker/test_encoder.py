@@ -52,4 +52,7 @@ def test_a_tiny_encoder_learns_the_single_thread_kernel_is_slow_and_is_determini
     model.save(tmp_path / "encoder.pt")
     np.testing.assert_allclose(EncoderModel.load(tmp_path / "encoder.pt").probabilities(pairs, sources, records), p,
                                atol=1e-6)  # fmt: skip
+    trained_on_a_gpu = EncoderModel.load(tmp_path / "encoder.pt", device="cuda")  # as a GPU run saves it
+    assert trained_on_a_gpu.config.device == "cuda"
+    assert EncoderModel.load(tmp_path / "encoder.pt", device="cpu").config.device == "cpu"
     assert np.isnan(model.probabilities(pairs[:1], {}, records)).all()  # no source: no verdict
