@@ -57,6 +57,9 @@ def main() -> None:
     parser.add_argument("--batch-pairs", type=int, default=EncoderConfig.batch_pairs)
     parser.add_argument("--device", default="auto")
     parser.add_argument("--max-minutes", type=float, default=0.0, help="stop training after this long")
+    parser.add_argument("--compiler", action="store_true",
+                        help="the head also reads the compiler's features and SASS histogram (records made with "
+                             "--compiler; the starter tasks' are compiled here)")  # fmt: skip
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--save", help="write the trained encoder here (a torch file)")
     parser.add_argument("--load", help="score this saved encoder instead of training one")
@@ -64,7 +67,7 @@ def main() -> None:
     args = parser.parse_args()
     config = EncoderConfig(width=args.width, layers=args.layers, max_tokens=args.max_tokens, steps=args.steps,
                            batch_pairs=args.batch_pairs, device=args.device, max_minutes=args.max_minutes,
-                           seed=args.seed)  # fmt: skip
+                           seed=args.seed, compiler=args.compiler)  # fmt: skip
     train = load_dataset("train") if args.no_variants else load_variant_tasks("train", variants=VARIANTS_FILE,
                                                                               dataset=DATA_FILE)  # fmt: skip
     seen = {t.family for t in train.values()}
@@ -92,7 +95,7 @@ def main() -> None:
             f"{name} {f['pairwise_accuracy']:.3f} (unseen families {_fmt(f['unseen_families'])})"
             for name, f in figures.items()))  # fmt: skip
     starter_tasks = labelled_starter_tasks(STARTER_LABELS)
-    records = records_for(starter_tasks.values())
+    records = records_for(starter_tasks.values(), compiler=model.config.compiler)
     for kind in ("perf", "shown"):
         pairs = dataset_pairs(starter_tasks.values(), (kind,))
         scorers = _scorers(model, trees, pairs, starter_tasks, records)

@@ -7,7 +7,9 @@ kept only where they mean the same in every family, such as ``threadIdx`` or
 ``__syncthreads``, and others renamed by first use, numbers bucketed by magnitude); a
 transformer encodes it to one vector; a small head reads that vector beside the
 configuration's parallelism features and context (the problem size: the source alone
-cannot say how many threads a launch makes of it) and gives a speed score. The
+cannot say how many threads a launch makes of it) and, with ``compiler=True``, the
+compiler's features (ptxas resources, occupancy and the SASS histogram, from records made
+with ``--compiler``) and gives a speed score. The
 probability that ``a`` is faster than ``b`` at a configuration is
 ``sigmoid(score(a) - score(b))`` (Bradley-Terry), trained on the same pairs as the
 trees, each task's pairs weighing 1 in all.
@@ -31,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from cudaperf_env.ranker.features import CONTEXT, PARALLELISM, context, vector
+from cudaperf_env.ranker.features import COMPILER, CONTEXT, PARALLELISM, context, vector
 from cudaperf_env.ranker.pairs import Pair
 from cudaperf_env.source.tokens import code_tokens, tokenize
 from cudaperf_env.source.unit import parse
@@ -41,6 +43,7 @@ Sources = Mapping[tuple[str, str], str]
 """``{(task id, implementation name): CUDA source}``."""
 PAD, UNKNOWN = "<pad>", "<unk>"
 CONFIG_FEATURES = tuple(f"parallelism/{n}" for n in PARALLELISM)
+COMPILER_FEATURES = tuple(f"compiler/{n}" for n in COMPILER)
 _NAMES = 48  # renamed identifiers v0 .. v47; later ones share v48
 
 
@@ -63,6 +66,8 @@ class EncoderConfig:
         seed: Seed of initialization and pair sampling.
         device: ``cpu``, ``cuda`` or ``auto``.
         max_minutes: Stop training after this long (0: no limit).
+        compiler: The head also reads the compiler's features (a record without them reads
+            as the training mean).
     """
 
     width: int = 128
@@ -78,6 +83,12 @@ class EncoderConfig:
     seed: int = 0
     device: str = "auto"
     max_minutes: float = 0.0
+    compiler: bool = False
+
+    @property
+    def head_features(self) -> tuple[str, ...]:
+        """The record's features the head reads beside the code vector (then :data:`CONTEXT`)."""
+        return CONFIG_FEATURES + (COMPILER_FEATURES if self.compiler else ())
 
 
 def code_words(source: str, keep: frozenset[str] | None = None) -> list[str]:
@@ -138,7 +149,7 @@ def fit_encoder(config: EncoderConfig, pairs: Sequence[Pair], sources: Sources, 
     words = {key: code_words(sources[key], keep) for key in seen}
     counts = Counter(w for ws in words.values() for w in ws)
     vocab = (PAD, UNKNOWN, *sorted(w for w, c in counts.items() if c >= 2))
-    columns = _config_columns(pairs, records)
+    columns = _config_columns(pairs, records, config.head_features)
     with warnings.catch_warnings():  # a feature no training record has: an all-NaN column, scaled as 0 +- 1
         warnings.simplefilter("ignore", RuntimeWarning)
         mean, scale = np.nanmean(columns, axis=0), np.nanstd(columns, axis=0)
@@ -184,7 +195,7 @@ class EncoderModel:
 
     def network(self, torch: Any) -> Any:
         """A fresh network of this model's shape (with its weights, once trained)."""
-        net = _network(torch, self.config, len(self.vocab), len(CONFIG_FEATURES) + len(CONTEXT))
+        net = _network(torch, self.config, len(self.vocab), len(self.config.head_features) + len(CONTEXT))
         if self.state is not None:
             net.load_state_dict(self.state)
         return net
@@ -245,7 +256,8 @@ class EncoderModel:
         return [self.index.get(w, 1) for w in words] or [1]  # a source without code reads as one unknown word
 
     def _config_row(self, record: Mapping[str, Any], pair: Pair) -> np.ndarray:
-        raw = np.concatenate([vector(record, pair.config, CONFIG_FEATURES), context(record, pair.config, pair.kind)])
+        raw = np.concatenate([vector(record, pair.config, self.config.head_features),
+                              context(record, pair.config, pair.kind)])  # fmt: skip
         return np.nan_to_num((raw - self.mean) / self.scale)
 
 
@@ -277,8 +289,8 @@ def _network(torch: Any, config: EncoderConfig, vocab: int, config_width: int) -
     return Net()
 
 
-def _config_columns(pairs: Sequence[Pair], records: Records) -> np.ndarray:
-    rows = [np.concatenate([vector(records[(p.task, s)], p.config, CONFIG_FEATURES),
+def _config_columns(pairs: Sequence[Pair], records: Records, names: Sequence[str]) -> np.ndarray:
+    rows = [np.concatenate([vector(records[(p.task, s)], p.config, names),
                             context(records[(p.task, s)], p.config, p.kind)])
             for p in pairs[:20000] for s in (p.faster, p.slower)]  # fmt: skip
     return np.array(rows)

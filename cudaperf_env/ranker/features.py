@@ -8,7 +8,7 @@ and, per configuration of its task, the parallelism features of
 configuration in the fixed order of :data:`FEATURES` (NaN where a value is missing).
 
 Run as a script it extracts records for the whole dataset into a gzip JSONL file,
-in parallel and resumably::
+in parallel and resumably (a killed run keeps what it flushed: its cut-off tail is repaired on the next start)::
 
     python -m cudaperf_env.ranker.features --out features.jsonl.gz --workers 16 --done features.done [--compiler] \
         [--variants]
@@ -132,14 +132,38 @@ def context(record: Mapping[str, Any], key: str, kind: str) -> np.ndarray:
 
 
 def read_records(path: str | Path) -> dict[tuple[str, str], dict[str, Any]]:
-    """Records by ``(task, implementation)`` from a gzip JSONL file (later lines win)."""
-    out: dict[tuple[str, str], dict[str, Any]] = {}
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                record = json.loads(line)
-                out[(record["task"], record["impl"])] = record
-    return out
+    """Records by ``(task, implementation)`` from a gzip JSONL file (later lines win; a cut-off tail is left out)."""
+    return {(r["task"], r["impl"]): r for r in _readable(path)[0]}
+
+
+def _readable(path: str | Path) -> tuple[list[dict[str, Any]], bool]:
+    """The whole records of a gzip JSONL file, and whether it ended cleanly (not cut off by a killed run)."""
+    records: list[dict[str, Any]] = []
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            for line in f:
+                if line.strip():
+                    records.append(json.loads(line))
+    except (EOFError, json.JSONDecodeError):  # a member without its end, or half a line
+        return records, False
+    return records, True
+
+
+def _repair(out: Path, done: Path | None) -> None:
+    """After a killed run: rewrite ``out`` with its whole records and ``done`` to name exactly them.
+
+    (A gzip member cut off mid-stream hides every member appended after it from a reader.)
+    """
+    records, whole = _readable(out) if out.is_file() else ([], True)
+    if whole:
+        return
+    tmp = out.with_name(out.name + ".tmp")
+    with gzip.open(tmp, "wt", encoding="utf-8") as f:
+        f.writelines(json.dumps(r, sort_keys=True) + "\n" for r in records)
+    tmp.replace(out)
+    if done is not None:
+        done.write_text("".join(f"{r['task']}\t{r['impl']}\n" for r in records))
+    print(f"{out}: cut off by a killed run; kept its {len(records)} whole records", file=sys.stderr)
 
 
 def dataset_records(tasks: Iterable[Task], compiler: bool = False) -> Iterator[dict[str, Any]]:
@@ -158,6 +182,10 @@ def _extract(job: tuple[Task, str, str, bool]) -> dict[str, Any]:
 
         report = compile_check(wrap(task, code))
     return implementation_record(task, name, code, report)
+
+
+FLUSH_EVERY = 64
+"""Records between two flushes of the script's output (what a killed run keeps)."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -180,6 +208,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from cudaperf_env.dataset.variants import load_variant_tasks
 
     tasks = load_variant_tasks(args.split) if args.variants else load_dataset(args.split)
+    _repair(Path(args.out), Path(args.done) if args.done else None)
     done = set(Path(args.done).read_text().splitlines()) if args.done and Path(args.done).is_file() else set()
     jobs = [(t, i.name, i.source, args.compiler) for t in tasks.values() for i in t.implementations
             if f"{t.id}\t{i.name}" not in done][: args.limit]  # fmt: skip
@@ -187,9 +216,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     with context_.Pool(args.workers) as pool, gzip.open(args.out, "at", encoding="utf-8") as out, \
             open(args.done or "/dev/null", "a", encoding="utf-8") as done_file, Progress() as progress:  # fmt: skip
         bar = progress.add_task(f"features of {len(jobs)} implementations", total=len(jobs))
-        for record in pool.imap_unordered(_extract, jobs, chunksize=8):
+        pending: list[str] = []
+        for n, record in enumerate(pool.imap_unordered(_extract, jobs, chunksize=8), 1):
             out.write(json.dumps(record, sort_keys=True) + "\n")
-            done_file.write(f"{record['task']}\t{record['impl']}\n")
+            pending.append(f"{record['task']}\t{record['impl']}\n")
+            if n % FLUSH_EVERY == 0 or n == len(jobs):  # a key is marked done only once its record is readable
+                out.flush()
+                done_file.writelines(pending)
+                done_file.flush()
+                pending.clear()
             progress.advance(bar)
     return 0
 
@@ -199,15 +234,17 @@ if __name__ == "__main__":
 
 
 def records_for(tasks: Iterable[Task], cache: str | Path | None = None,
-                progress: Callable[[int, int], None] | None = None) -> dict[tuple[str, str], dict[str, Any]]:
-    """Records of every implementation of ``tasks``: from ``cache`` where its source digest matches, else computed."""
+                progress: Callable[[int, int], None] | None = None,
+                compiler: bool = False) -> dict[tuple[str, str], dict[str, Any]]:  # fmt: skip
+    """Records of every implementation of ``tasks``: from ``cache`` where its source digest matches, else computed
+    (with ``compiler``, by nvcc too: about 1 s each)."""
     cached = read_records(cache) if cache is not None and Path(cache).is_file() else {}
     jobs = [(t, i) for t in tasks for i in t.implementations]
     out: dict[tuple[str, str], dict[str, Any]] = {}
     for n, (task, impl) in enumerate(jobs):
         record = cached.get((task.id, impl.name))
         if record is None or record.get("digest") != source_digest(impl.source):
-            record = implementation_record(task, impl.name, impl.source)
+            record = _extract((task, impl.name, impl.source, compiler))
         out[(task.id, impl.name)] = record
         if progress is not None:
             progress(n + 1, len(jobs))

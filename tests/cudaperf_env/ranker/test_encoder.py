@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from cudaperf_env.ranker.encoder import EncoderConfig, EncoderModel, code_words, fit_encoder
-from cudaperf_env.ranker.features import records_for
+from cudaperf_env.ranker.features import CONTEXT, records_for
 from cudaperf_env.ranker.pairs import dataset_pairs
 from cudaperf_env.tasks import parse_task
 from tests.cudaperf_env.ranker.conftest import saxpy_record
@@ -56,3 +56,21 @@ def test_a_tiny_encoder_learns_the_single_thread_kernel_is_slow_and_is_determini
     assert trained_on_a_gpu.config.device == "cuda"
     assert EncoderModel.load(tmp_path / "encoder.pt", device="cpu").config.device == "cpu"
     assert np.isnan(model.probabilities(pairs[:1], {}, records)).all()  # no source: no verdict
+
+
+def test_with_compiler_features_the_head_reads_the_sass_histogram(fixture_tasks):
+    from cudaperf_env.ranker.features import dataset_records
+
+    pairs = dataset_pairs(fixture_tasks.values(), ("shown", "hidden", "perf"))
+    sources = {(t.id, i.name): i.source for t in fixture_tasks.values() for i in t.implementations}
+    records = {(r["task"], r["impl"]): r for r in dataset_records(fixture_tasks.values(), compiler=True)}  # real nvcc
+    assert all(r["compiler"]["sass_instructions"] > 0 for r in records.values())
+    config = EncoderConfig(width=16, layers=1, heads=2, max_tokens=128, steps=40, batch_pairs=16, device="cpu",
+                           min_families=1, compiler=True)  # fmt: skip
+    model = fit_encoder(config, pairs, sources, records, {t.id: t.family for t in fixture_tasks.values()})
+    assert "compiler/sass_global_loads" in config.head_features
+    assert model.mean.shape == (len(config.head_features) + len(CONTEXT),)
+    p = model.probabilities(pairs, sources, records)
+    assert (p[np.array([q.slower == "single_thread" for q in pairs])] > 0.5).all()
+    uncompiled = {k: {**r, "compiler": {}} for k, r in records.items()}  # read as the training mean
+    assert not np.allclose(model.probabilities(pairs, sources, uncompiled), p)

@@ -55,3 +55,30 @@ def test_the_extraction_script_takes_the_knob_variants_with_variants(tmp_path):
     with gzip.open(out, "rt") as f:
         written = [json.loads(line) for line in f]
     assert [f"{r['task']}\t{r['impl']}" for r in written] == [variant]
+
+
+def test_a_killed_extraction_keeps_what_it_flushed_and_resumes(tmp_path):
+    """A run killed mid-write leaves a gzip member without its end; the next start repairs it and redoes the rest."""
+    from cudaperf_env.dataset import load_dataset
+    from cudaperf_env.ranker.features import main, read_records
+
+    tasks = load_dataset("test")
+    (ta, a), (tb, b) = [(t, i) for t in tasks.values() for i in t.implementations][:2]
+    whole = tmp_path / "whole.jsonl.gz"
+    with gzip.open(whole, "wt", encoding="utf-8") as f:
+        f.write(json.dumps(implementation_record(ta, a.name, a.source)) + "\n")
+        f.flush()  # what the script does between records
+        f.write(json.dumps(implementation_record(tb, b.name, b.source)) + "\n")
+    out, data = tmp_path / "f.jsonl.gz", whole.read_bytes()
+    for cut in range(len(data) - 1, 0, -1):  # the longest cut that loses the second record
+        out.write_bytes(data[:cut])
+        if len(read_records(out)) == 1:
+            break
+    assert list(read_records(out)) == [(ta.id, a.name)]
+    done = tmp_path / "done"
+    done.write_text(f"{ta.id}\t{a.name}\n{tb.id}\t{b.name}\n")  # both marked done before the kill
+    assert main(["--out", str(out), "--done", str(done), "--split", "test", "--limit", "1"]) == 0
+    assert set(read_records(out)) == {(ta.id, a.name), (tb.id, b.name)}  # the lost one redone, the file whole
+    with gzip.open(out, "rt") as f:
+        assert len(f.read().splitlines()) == 2
+    assert done.read_text().splitlines() == [f"{ta.id}\t{a.name}", f"{tb.id}\t{b.name}"]
