@@ -99,14 +99,21 @@ def _confined_now() -> list[int]:
 
 
 def _under_another_session(pid: int) -> bool:
-    """Whether ``pid`` descends from another live pytest process (a test session running beside this one)."""
+    """Whether ``pid`` belongs to a job beside this test session: another pytest session, or any other
+    program that confines processes (a feature extraction compiling with nvcc, a training run).
+
+    A confined process is this session's if it descends from this process, and a leak if it is an
+    orphan (nothing but confined processes between it and init).
+    """
+    only_confined = True
     for _ in range(64):
         try:
             pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-            if pid <= 1 or pid == os.getpid():  # an orphan, or one of this session's (process or xdist worker)
+            if pid == os.getpid():  # one of this session's (this process or xdist worker)
                 return False
-            if b"pytest" in Path(f"/proc/{pid}/cmdline").read_bytes():
-                return True
+            if pid <= 1:
+                return not only_confined
+            only_confined = only_confined and UID_RANGE[0] <= Path(f"/proc/{pid}").stat().st_uid < UID_RANGE[1]
         except (OSError, ValueError, IndexError):
             return False
     return False

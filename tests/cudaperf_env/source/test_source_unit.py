@@ -92,7 +92,11 @@ def test_launch_errors() -> None:
 
 
 def test_deep_nesting_does_not_recurse() -> None:
-    source = "namespace a {" * 5000 + "void f() {}" + "}" * 5000
-    started = time.perf_counter()
-    assert [f.name for f in parse(source).functions] == ["f"]
-    assert time.perf_counter() - started < 2.0
+    def seconds(source: str) -> float:
+        started = time.perf_counter()
+        assert [f.name for f in parse(source).functions] == ["f"]
+        return time.perf_counter() - started
+
+    flat = seconds("namespace a {}" * 5000 + "void f() {}")  # as long, not nested: the same run's baseline
+    deep = seconds("namespace a {" * 5000 + "void f() {}" + "}" * 5000)
+    assert deep < 10 * flat + 0.5  # linear in the depth (0.03 s each here), whatever the machine's load
