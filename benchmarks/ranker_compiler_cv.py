@@ -26,7 +26,7 @@ import json
 import platform
 from pathlib import Path
 
-from ranker_feature_cv import measure
+from ranker_feature_cv import measure, print_arm, print_families
 
 from cudaperf_env.dataset import load_dataset
 from cudaperf_env.ranker.features import read_records
@@ -62,14 +62,8 @@ def main() -> None:
     print(f"tasks with compiler features: train {result['tasks']['train']}, test {result['tasks']['test']}")
     for name, config in arms.items():
         result[name] = measure(config, train, test, records)
-        row = result[name]
-        print(f"{name:8s} CV {row['cv_mean']:.3f} {[round(f, 3) for f in row['cv_folds']]}  test "
-              f"{row['test_accuracy']:.3f} (held-out families {row['test_unseen_families']:.3f}, "
-              f"Spearman {row['test_spearman']:.3f})  {row['seconds']} s", flush=True)  # fmt: skip
-    print(f"{'family':20s} {'without':>8s} {'with':>6s}")
-    for family in sorted(set(result["with"]["per_family"]) | set(result["without"]["per_family"])):
-        cells = [result[arm]["per_family"].get(family, {}).get("accuracy") for arm in ("without", "with")]
-        print(f"{family:20s} " + " ".join(f"{c:>7.3f}" if c is not None else "      -" for c in cells))
+        print_arm(name, result[name])
+    print_families(result, ("without", "with"))
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
 

@@ -63,6 +63,21 @@ def measure(config: TrainConfig, train: dict, test: dict, records: dict, weights
             "seconds": round(time.perf_counter() - started, 1)}  # fmt: skip
 
 
+def print_arm(name: str, row: dict) -> None:
+    """One arm's line: CV mean and folds, the test split's figures, seconds."""
+    print(f"{name:8s} CV {row['cv_mean']:.3f} {[round(f, 3) for f in row['cv_folds']]}  test "
+          f"{row['test_accuracy']:.3f} (held-out families {row['test_unseen_families']:.3f}, "
+          f"Spearman {row['test_spearman']:.3f})  {row['seconds']} s", flush=True)  # fmt: skip
+
+
+def print_families(result: dict, arms: tuple[str, ...]) -> None:
+    """The test split's accuracy per family, one column per arm."""
+    print(f"{'family':20s} " + " ".join(f"{arm:>8s}" for arm in arms))
+    for family in sorted(set().union(*(result[arm]["per_family"] for arm in arms))):
+        cells = [result[arm]["per_family"].get(family, {}).get("accuracy") for arm in arms]
+        print(f"{family:20s} " + " ".join(f"{c:>8.3f}" if c is not None else "       -" for c in cells))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--without", nargs="+", default=list(STRIDED_SPLIT), help="features the second arm leaves out")
@@ -79,15 +94,8 @@ def main() -> None:
                     "date": datetime.date.today().isoformat()}  # fmt: skip
     for name, config in arms.items():
         result[name] = measure(config, train, test, records, args.weights)
-        row = result[name]
-        print(f"{name:8s} CV {row['cv_mean']:.3f} {[round(f, 3) for f in row['cv_folds']]}  test "
-              f"{row['test_accuracy']:.3f} (held-out families {row['test_unseen_families']:.3f}, "
-              f"Spearman {row['test_spearman']:.3f})  {row['seconds']} s", flush=True)  # fmt: skip
-    families = sorted(set(result["with"]["per_family"]) | set(result["without"]["per_family"]))
-    print(f"{'family':20s} {'with':>6s} {'without':>8s}")
-    for family in families:
-        cells = [result[arm]["per_family"].get(family, {}).get("accuracy") for arm in ("with", "without")]
-        print(f"{family:20s} " + " ".join(f"{c:>7.3f}" if c is not None else "      -" for c in cells))
+        print_arm(name, result[name])
+    print_families(result, ("with", "without"))
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
 
