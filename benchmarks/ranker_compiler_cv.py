@@ -22,11 +22,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
-import json
 import platform
-from pathlib import Path
 
-from ranker_feature_cv import measure, print_arm, print_families
+from ranker_feature_cv import measure, run_arms
 
 from cudaperf_env.dataset import load_dataset
 from cudaperf_env.ranker.features import read_records
@@ -60,13 +58,8 @@ def main() -> None:
                     "machine": f"{platform.machine()} CPU, Python {platform.python_version()}",
                     "date": datetime.date.today().isoformat()}  # fmt: skip
     print(f"tasks with compiler features: train {result['tasks']['train']}, test {result['tasks']['test']}")
-    for name, config in arms.items():
-        result[name] = measure(config, train, test, records)
-        print_arm(name, result[name])
-    print_families(result, ("without", "with"))
-    if args.out:
-        Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
-
+    run_arms({name: lambda c=config: measure(c, train, test, records) for name, config in arms.items()}, result,
+             args.out)  # fmt: skip
 
 if __name__ == "__main__":
     main()

@@ -25,6 +25,7 @@ import datetime
 import json
 import platform
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -63,6 +64,16 @@ def measure(config: TrainConfig, train: dict, test: dict, records: dict, weights
             "seconds": round(time.perf_counter() - started, 1)}  # fmt: skip
 
 
+def run_arms(arms: dict[str, Callable[[], dict]], result: dict, out: str | None) -> None:
+    """Measures each arm into ``result`` (a line each as it ends), then the per-family table; writes ``out``."""
+    for name, run in arms.items():
+        result[name] = run()
+        print_arm(name, result[name])
+    print_families(result, tuple(arms))
+    if out:
+        Path(out).write_text(json.dumps(result, indent=2) + "\n")
+
+
 def print_arm(name: str, row: dict) -> None:
     """One arm's line: CV mean and folds, the test split's figures, seconds."""
     print(f"{name:8s} CV {row['cv_mean']:.3f} {[round(f, 3) for f in row['cv_folds']]}  test "
@@ -92,12 +103,8 @@ def main() -> None:
     result: dict = {"without": args.without, "weights": args.weights, "labels": label_progress(train.values()),
                     "machine": f"{platform.machine()} CPU, Python {platform.python_version()}",
                     "date": datetime.date.today().isoformat()}  # fmt: skip
-    for name, config in arms.items():
-        result[name] = measure(config, train, test, records, args.weights)
-        print_arm(name, result[name])
-    print_families(result, ("with", "without"))
-    if args.out:
-        Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    run_arms({name: lambda c=config: measure(c, train, test, records, args.weights) for name, config in arms.items()},
+             result, args.out)  # fmt: skip
 
 
 if __name__ == "__main__":
